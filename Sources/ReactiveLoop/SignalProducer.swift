@@ -1,0 +1,346 @@
+/// A cold stream: a recipe that creates a new run of events each time it is started.
+///
+/// Operators on a producer do not create a signal per operator: a start creates one serializing
+/// core at the source, and the operators' adapters sit between it and the observer.
+public struct SignalProducer<Value, Error: Swift.Error> {
+    /// The signal type this producer's runs deliver.
+    public typealias ProducedSignal = Signal<Value, Error>
+
+    /// Runs the producer once: deliver events to the observer, one at a time, until the
+    /// lifetime ends; when it ends before a terminal event, deliver `interrupted`.
+    @usableFromInline
+    let _run: (Signal<Value, Error>.Observer, Lifetime) -> Void
+
+    /// Marks the internal initializer, so that a trailing closure never picks it.
+    @usableFromInline
+    enum _Raw { case run }
+
+    @inlinable
+    init(_ raw: _Raw, _ run: @escaping (Signal<Value, Error>.Observer, Lifetime) -> Void) {
+        self._run = run
+    }
+
+    /// Creates a producer that runs `startHandler` on every start, with a fresh input observer
+    /// and a lifetime that ends when the run terminates or is disposed.
+    ///
+    /// The observer may be used from any thread: its events are serialized, and a send from
+    /// inside an observer of the same run is queued, never deadlocked.
+    @inlinable
+    public init(_ startHandler: @escaping (Signal<Value, Error>.Observer, Lifetime) -> Void) {
+        self.init(.run, { downstream, lifetime in
+            let core = _SignalCore<Value, Error>()
+            _ = core.observe(downstream)
+            let input = core.makeInput()
+            lifetime.observeEnded { input.sendInterrupted() }
+            startHandler(input, lifetime)
+        })
+    }
+
+    /// Creates a producer whose runs forward the events of `signal` from the moment of start.
+    public init(_ signal: Signal<Value, Error>) {
+        self.init { observer, lifetime in
+            lifetime += signal.observe(observer)
+        }
+    }
+
+    /// Creates a producer from anything that can be turned into one.
+    public init<T: SignalProducerConvertible>(_ base: T) where T.Value == Value, T.Error == Error {
+        self = base.producer
+    }
+
+    /// A producer of events that run synchronously in the caller's start: nothing else can
+    /// send to the observer, so the run needs no serializing core.
+    @inlinable
+    static func _synchronous(_ body: @escaping (Signal<Value, Error>.Observer, Lifetime) -> Void) -> Self {
+        Self(.run, body)
+    }
+
+    /// A producer that sends `value`, then completes.
+    @inlinable
+    public init(value: Value) {
+        self = ._synchronous { observer, lifetime in
+            observer.send(value: value)
+            if lifetime.hasEnded { return observer.sendInterrupted() }
+            observer.sendCompleted()
+        }
+    }
+
+    /// A producer that calls `action` on each start, sends its result and completes.
+    @inlinable
+    public init(_ action: @escaping () -> Value) {
+        self = ._synchronous { observer, lifetime in
+            observer.send(value: action())
+            if lifetime.hasEnded { return observer.sendInterrupted() }
+            observer.sendCompleted()
+        }
+    }
+
+    /// A producer that calls `action` on each start: a success is sent and completes, a
+    /// failure fails the run.
+    @inlinable
+    public init(_ action: @escaping () -> Result<Value, Error>) {
+        self = ._synchronous { observer, lifetime in
+            Self._send(action(), to: observer, lifetime)
+        }
+    }
+
+    /// A producer that fails with `error` at once.
+    @inlinable
+    public init(error: Error) {
+        self = ._synchronous { observer, _ in observer.send(error: error) }
+    }
+
+    /// A producer that sends the success value and completes, or fails with the failure.
+    @inlinable
+    public init(result: Result<Value, Error>) {
+        self = ._synchronous { observer, lifetime in Self._send(result, to: observer, lifetime) }
+    }
+
+    @inlinable
+    static func _send(_ result: Result<Value, Error>, to observer: Signal<Value, Error>.Observer, _ lifetime: Lifetime) {
+        switch result {
+        case let .success(value):
+            observer.send(value: value)
+            if lifetime.hasEnded { return observer.sendInterrupted() }
+            observer.sendCompleted()
+        case let .failure(error):
+            observer.send(error: error)
+        }
+    }
+
+    /// A producer that sends the elements of `values` in order, then completes. A run that is
+    /// disposed part way stops iterating.
+    @inlinable
+    public init<S: Sequence>(_ values: S) where S.Element == Value {
+        self = ._synchronous { observer, lifetime in
+            for value in values {
+                observer.send(value: value)
+                if lifetime.hasEnded { return observer.sendInterrupted() }
+            }
+            observer.sendCompleted()
+        }
+    }
+
+    /// A producer that sends the given values in order, then completes.
+    @inlinable
+    public init(values first: Value, _ second: Value, _ tail: Value...) {
+        self.init([first, second] + tail)
+    }
+
+    /// A producer that completes at once.
+    public static var empty: SignalProducer {
+        ._synchronous { observer, _ in observer.sendCompleted() }
+    }
+
+    /// A producer that never sends anything; its runs end only when disposed (`interrupted`).
+    public static var never: SignalProducer {
+        ._synchronous { observer, lifetime in
+            lifetime.observeEnded { observer.sendInterrupted() }
+        }
+    }
+}
+
+extension SignalProducer where Error == Never {
+    /// A producer that sends `value`, then completes.
+    @inlinable
+    public init(value: Value) {
+        self = ._synchronous { observer, lifetime in
+            observer.send(value: value)
+            if lifetime.hasEnded { return observer.sendInterrupted() }
+            observer.sendCompleted()
+        }
+    }
+
+    /// A producer that sends the elements of `values` in order, then completes.
+    @inlinable
+    public init<S: Sequence>(_ values: S) where S.Element == Value {
+        self = ._synchronous { observer, lifetime in
+            for value in values {
+                observer.send(value: value)
+                if lifetime.hasEnded { return observer.sendInterrupted() }
+            }
+            observer.sendCompleted()
+        }
+    }
+
+    /// A producer that sends the given values in order, then completes.
+    @inlinable
+    public init(values first: Value, _ second: Value, _ tail: Value...) {
+        self.init([first, second] + tail)
+    }
+}
+
+extension SignalProducer where Error == any Swift.Error {
+    /// A producer that calls `action` on each start: its result is sent and completes; a
+    /// thrown error fails the run.
+    @inlinable
+    public init(_ action: @escaping () throws -> Value) {
+        self.init { () -> Result<Value, any Swift.Error> in Result { try action() } }
+    }
+}
+
+extension SignalProducer: @unchecked Sendable {}  // Immutable; starting is thread safe.
+
+// MARK: Starting
+
+extension SignalProducer {
+    /// Starts a run that delivers to `observer`.
+    ///
+    /// - Returns: A disposable that interrupts the run: `observer` receives `interrupted`
+    ///   unless the run already terminated, and the run's resources are released. Dropping the
+    ///   disposable does not stop the run.
+    @discardableResult
+    @inlinable
+    public func start(_ observer: Signal<Value, Error>.Observer = .init()) -> any Disposable {
+        let (lifetime, token) = Lifetime.make()
+        // Everything downstream of the source core is serial, so `finished` needs no lock.
+        var finished = false
+        _run(
+            Signal<Value, Error>.Observer { event in
+                guard !finished else { return }
+                if event.isTerminating { finished = true }
+                observer.send(event)
+                if finished { token.dispose() }
+            },
+            lifetime
+        )
+        return AnyDisposable(token.dispose)
+    }
+
+    /// Starts a run with a closure that receives every event; see `start(_:)`.
+    @discardableResult
+    @inlinable
+    public func start(_ action: @escaping Signal<Value, Error>.Observer.Action) -> any Disposable {
+        start(Signal.Observer(action))
+    }
+
+    /// Starts a run, receiving values as `.success` and a failure as `.failure`.
+    @discardableResult
+    @inlinable
+    public func startWithResult(_ action: @escaping (Result<Value, Error>) -> Void) -> any Disposable {
+        start(Signal.Observer(value: { action(.success($0)) }, failed: { action(.failure($0)) }))
+    }
+
+    /// Starts a run, receiving the `completed` event only.
+    @discardableResult
+    @inlinable
+    public func startWithCompleted(_ action: @escaping () -> Void) -> any Disposable {
+        start(Signal.Observer(completed: action))
+    }
+
+    /// Starts a run, receiving the `failed` event only.
+    @discardableResult
+    @inlinable
+    public func startWithFailed(_ action: @escaping (Error) -> Void) -> any Disposable {
+        start(Signal.Observer(failed: action))
+    }
+
+    /// Starts a run, receiving the `interrupted` event only.
+    @discardableResult
+    @inlinable
+    public func startWithInterrupted(_ action: @escaping () -> Void) -> any Disposable {
+        start(Signal.Observer(interrupted: action))
+    }
+
+    /// Creates the signal of a run and hands it to `setup` before the run starts, so that
+    /// observers attached in `setup` see every event.
+    ///
+    /// - Parameter setup: Receives the run's signal and a disposable that interrupts the run.
+    /// - Returns: Whatever `setup` returns.
+    @discardableResult
+    public func startWithSignal<Result>(_ setup: (Signal<Value, Error>, any Disposable) -> Result) -> Result {
+        let (signal, input) = Signal<Value, Error>.pipe()
+        let interrupter = AnyDisposable(input.sendInterrupted)
+        let result = setup(signal, interrupter)
+        let disposable = start(input)
+        _ = signal.observe(Signal.Observer { event in if event.isTerminating { disposable.dispose() } })
+        if interrupter.isDisposed { disposable.dispose() }
+        _ = interrupter  // keep it alive with the setup's copies
+        return result
+    }
+
+    /// Applies a signal operator to every run of this producer.
+    public func lift<U, F>(_ transform: @escaping (Signal<Value, Error>) -> Signal<U, F>) -> SignalProducer<U, F> {
+        SignalProducer<U, F> { observer, lifetime in
+            self.startWithSignal { signal, interrupter in
+                lifetime += interrupter
+                lifetime += transform(signal).observe(observer)
+            }
+        }
+    }
+
+    /// Applies a binary signal operator to runs of this producer and another.
+    public func lift<U, F, V, G>(
+        _ transform: @escaping (Signal<Value, Error>) -> (Signal<U, F>) -> Signal<V, G>
+    ) -> (SignalProducer<U, F>) -> SignalProducer<V, G> {
+        { other in
+            SignalProducer<V, G> { observer, lifetime in
+                self.startWithSignal { signal, interrupter in
+                    lifetime += interrupter
+                    other.startWithSignal { otherSignal, otherInterrupter in
+                        lifetime += otherInterrupter
+                        lifetime += transform(signal)(otherSignal).observe(observer)
+                    }
+                }
+            }
+        }
+    }
+
+    /// An operator on each run: `adapter` turns the downstream observer into the observer this
+    /// producer's run delivers to. It is called once per start, so state made inside it belongs
+    /// to one run.
+    @inlinable
+    func _lift<U, F>(
+        _ adapter: @escaping (Signal<U, F>.Observer, Lifetime) -> Signal<Value, Error>.Observer
+    ) -> SignalProducer<U, F> {
+        SignalProducer<U, F>(.run, { downstream, lifetime in
+            self._run(adapter(downstream, lifetime), lifetime)
+        })
+    }
+}
+
+extension SignalProducer where Error == Never {
+    /// Starts a run, receiving values only (the producer cannot fail).
+    @discardableResult
+    @inlinable
+    public func startWithValues(_ action: @escaping (Value) -> Void) -> any Disposable {
+        start(Signal.Observer(value: action))
+    }
+}
+
+// MARK: Conversions
+
+/// A type that can be turned into a `SignalProducer`.
+public protocol SignalProducerConvertible<Value, Error> {
+    /// The type of values.
+    associatedtype Value
+    /// The type of error.
+    associatedtype Error: Swift.Error
+    /// The producer.
+    var producer: SignalProducer<Value, Error> { get }
+}
+
+/// A type that is a `SignalProducer` (used to constrain generic code).
+public protocol SignalProducerProtocol<Value, Error> {
+    /// The type of values.
+    associatedtype Value
+    /// The type of error.
+    associatedtype Error: Swift.Error
+    /// The producer.
+    var producer: SignalProducer<Value, Error> { get }
+}
+
+extension SignalProducer: SignalProducerConvertible, SignalProducerProtocol {
+    /// The producer itself.
+    public var producer: SignalProducer<Value, Error> { self }
+}
+
+extension Signal: SignalProducerConvertible {
+    /// A producer whose runs forward this signal's events from the moment of start.
+    public var producer: SignalProducer<Value, Error> { SignalProducer(self) }
+}
+
+extension Result: SignalProducerConvertible where Failure: Swift.Error {
+    /// A producer that sends the success value and completes, or fails.
+    public var producer: SignalProducer<Success, Failure> { SignalProducer(result: self) }
+}

@@ -1,0 +1,2 @@
+import ReactiveLoop
+print("ReactiveLoop example")

@@ -1,0 +1,140 @@
+import Testing
+@testable @_spi(Testing) import ReactiveLoop
+
+struct TestError: Swift.Error, Equatable { var code = 0 }
+
+@Suite("Signal")
+struct SignalTests {
+    @Test(arguments: [_SignalCoreKind.lockFree, .locked])
+    func pipeDeliversValuesThenTerminalToEveryObserver(kind: _SignalCoreKind) {
+        withCoreKind(kind) {
+            let (signal, input) = Signal<Int, TestError>.pipe()
+            var first: [Signal<Int, TestError>.Event] = []
+            var second: [Signal<Int, TestError>.Event] = []
+            signal.observe { first.append($0) }
+            signal.observe { second.append($0) }
+            input.send(value: 1)
+            input.send(value: 2)
+            input.send(error: TestError(code: 7))
+            input.send(value: 3)
+            input.sendCompleted()
+            #expect(first == [.value(1), .value(2), .failed(TestError(code: 7))])
+            #expect(second == first)
+        }
+    }
+
+    @Test(arguments: [_SignalCoreKind.lockFree, .locked])
+    func observingATerminatedSignalDeliversInterruptedAtOnce(kind: _SignalCoreKind) {
+        withCoreKind(kind) {
+            let (signal, input) = Signal<Int, Never>.pipe()
+            input.sendCompleted()
+            var events: [Signal<Int, Never>.Event] = []
+            let disposable = signal.observe { events.append($0) }
+            #expect(disposable == nil)
+            #expect(events == [.interrupted])
+        }
+    }
+
+    @Test func observeVariantsSeeOnlyTheirEvents() {
+        let (signal, input) = Signal<Int, TestError>.pipe()
+        var results: [Result<Int, TestError>] = []
+        var failed: [TestError] = []
+        var completed = 0
+        var interrupted = 0
+        signal.observeResult { results.append($0) }
+        signal.observeFailed { failed.append($0) }
+        signal.observeCompleted { completed += 1 }
+        signal.observeInterrupted { interrupted += 1 }
+        input.send(value: 4)
+        input.send(error: TestError(code: 1))
+        #expect(results == [.success(4), .failure(TestError(code: 1))])
+        #expect(failed == [TestError(code: 1)])
+        #expect(completed == 0)
+        #expect(interrupted == 0)
+
+        let (other, otherInput) = Signal<Int, Never>.pipe()
+        var values: [Int] = []
+        other.observeValues { values.append($0) }
+        other.observeCompleted { completed += 1 }
+        otherInput.send(value: 9)
+        otherInput.sendCompleted()
+        #expect(values == [9])
+        #expect(completed == 1)
+        other.observeInterrupted { interrupted += 1 }
+        #expect(interrupted == 1)
+    }
+
+    @Test func disposedObserverReceivesNothingMore() {
+        let (signal, input) = Signal<Int, Never>.pipe()
+        var values: [Int] = []
+        let disposable = signal.observeValues { values.append($0) }
+        input.send(value: 1)
+        disposable?.dispose()
+        input.send(value: 2)
+        #expect(values == [1])
+    }
+
+    @Test func generatorRunsAtOnceAndItsLifetimeEndsOnTermination() {
+        var lifetimeEnded = false
+        var input: Signal<Int, Never>.Observer?
+        let signal = Signal<Int, Never> { observer, lifetime in
+            input = observer
+            lifetime.observeEnded { lifetimeEnded = true }
+        }
+        var values: [Int] = []
+        signal.observeValues { values.append($0) }
+        input?.send(value: 5)
+        #expect(!lifetimeEnded)
+        input?.sendCompleted()
+        #expect(values == [5])
+        #expect(lifetimeEnded)
+    }
+
+    @Test func releasingTheInputObserverInterruptsTheSignal() {
+        var interrupted = false
+        var signal: Signal<Int, Never>?
+        do {
+            let (output, input) = Signal<Int, Never>.pipe()
+            signal = output
+            output.observeInterrupted { interrupted = true }
+            _ = input
+        }
+        #expect(interrupted)
+        #expect(signal != nil)
+    }
+
+    @Test func neverAndEmpty() {
+        var events: [Signal<Int, Never>.Event] = []
+        Signal<Int, Never>.never.observe { events.append($0) }
+        #expect(events.isEmpty)
+        Signal<Int, Never>.empty.observe { events.append($0) }
+        #expect(events == [.interrupted])
+    }
+
+    @Test func eventProperties() {
+        typealias E = Signal<Int, TestError>.Event
+        #expect(E.value(1).value == 1)
+        #expect(E.value(1).error == nil)
+        #expect(E.failed(TestError()).error == TestError())
+        #expect(E.completed.isCompleted)
+        #expect(!E.interrupted.isCompleted)
+        #expect(E.interrupted.isTerminating)
+        #expect(!E.value(0).isTerminating)
+        #expect(E.value(2).map { $0 * 3 } == .value(6))
+        #expect(E.failed(TestError(code: 1)).mapError { TestError(code: $0.code + 1) } == .failed(TestError(code: 2)))
+        #expect(E.value(3).description == "VALUE 3")
+        #expect(E.completed.description == "COMPLETED")
+        #expect(E.value(1).event == .value(1))
+    }
+}
+
+/// Runs `body` with signals created on the given core kind. Tests that switch the kind are
+/// serialized by `coreKindLock`.
+func withCoreKind(_ kind: _SignalCoreKind, _ body: () throws -> Void) rethrows {
+    coreKindLock.lock()
+    defer { coreKindLock.unlock() }
+    let previous = _SignalCoreKind.current
+    _SignalCoreKind.current = kind
+    defer { _SignalCoreKind.current = previous }
+    try body()
+}
