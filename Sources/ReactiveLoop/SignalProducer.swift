@@ -27,13 +27,7 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     /// inside an observer of the same run is queued, never deadlocked.
     @inlinable
     public init(_ startHandler: @escaping (Signal<Value, Error>.Observer, Lifetime) -> Void) {
-        self.init(.run, { downstream, lifetime in
-            let core = _SignalCore<Value, Error>()
-            _ = core.observe(downstream)
-            let input = core.makeInput()
-            lifetime.observeEnded { input.sendInterrupted() }
-            startHandler(input, lifetime)
-        })
+        self = ._serialized { sink, lifetime in startHandler(sink.input, lifetime) }
     }
 
     /// Creates a producer whose runs forward the events of `signal` from the moment of start.

@@ -1,0 +1,72 @@
+/// A property whose value can be set from any thread.
+///
+/// Every change is delivered to observers in the order the changes were made. Setting the
+/// value from inside one of its own observers does not deadlock: the new value is stored at
+/// once (reading `value` there returns it) and delivered right after the current delivery.
+/// When the property goes away, `signal` and `producer` complete and `lifetime` ends.
+@propertyWrapper
+public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
+    @usableFromInline let storage: _PropertyStorage<Value>
+    private let token: Lifetime.Token
+
+    /// Ends when the property goes away.
+    public let lifetime: Lifetime
+
+    /// Every change from now on; completes when the property goes away.
+    public var signal: Signal<Value, Never> { storage.signal }
+
+    /// The current value, then every change; completes when the property goes away.
+    public var producer: SignalProducer<Value, Never> { storage.producer }
+
+    /// The current value. Setting it delivers the new value to every observer before returning
+    /// (or, from inside a delivery, right after that delivery).
+    @inlinable
+    public var value: Value {
+        get { storage.value }
+        set { storage.set(newValue) }
+    }
+
+    /// The current value (property-wrapper form).
+    public var wrappedValue: Value {
+        get { value }
+        set { value = newValue }
+    }
+
+    /// The property itself (property-wrapper form: `$name`).
+    public var projectedValue: MutableProperty<Value> { self }
+
+    /// Creates a property with `initialValue`.
+    public init(_ initialValue: Value) {
+        storage = _PropertyStorage(initialValue)
+        (lifetime, token) = Lifetime.make()
+    }
+
+    /// Creates a property with `wrappedValue` (property-wrapper form).
+    public convenience init(wrappedValue: Value) {
+        self.init(wrappedValue)
+    }
+
+    deinit { token.dispose() }
+
+    /// Sets a new value and returns the old one, atomically.
+    @discardableResult
+    public func swap(_ newValue: Value) -> Value {
+        storage.swap(newValue)
+    }
+
+    /// Changes the value in place, atomically, then delivers the new value.
+    ///
+    /// - Note: Do not set or modify this same property from inside `action`; use its result.
+    @discardableResult
+    public func modify<Result>(_ action: (inout Value) throws -> Result) rethrows -> Result {
+        try storage.modify(action)
+    }
+
+    /// Runs `action` with the current value while no change can be delivered.
+    @discardableResult
+    public func withValue<Result>(_ action: (Value) throws -> Result) rethrows -> Result {
+        try storage.withValue(action)
+    }
+}
+
+extension MutableProperty: @unchecked Sendable {}  // The storage is thread safe.

@@ -1,0 +1,140 @@
+// take(first:), take(last:), take(until:), take(during:).
+
+@usableFromInline
+enum _Take {
+    @inlinable
+    static func first<V, E>(_ count: Int) -> (Signal<V, E>.Observer, Lifetime) -> Signal<V, E>.Observer {
+        { downstream, _ in
+            var taken = 0  // Confined to the serial delivery of one run.
+            return Signal<V, E>.Observer { event in
+                guard taken < count else { return }
+                if case .value = event {
+                    taken += 1
+                    downstream.action(event)
+                    if taken == count { downstream.action(.completed) }
+                } else {
+                    taken = count
+                    downstream.action(event)
+                }
+            }
+        }
+    }
+
+    @inlinable
+    static func last<V, E>(_ count: Int) -> (Signal<V, E>.Observer, Lifetime) -> Signal<V, E>.Observer {
+        { downstream, _ in
+            var buffer: [V] = []  // Confined to the serial delivery of one run.
+            buffer.reserveCapacity(Swift.min(count, 64))
+            var start = 0  // Index of the oldest value once the ring is full.
+            return Signal<V, E>.Observer { event in
+                switch event {
+                case let .value(value):
+                    guard count > 0 else { return }
+                    if buffer.count < count {
+                        buffer.append(value)
+                    } else {
+                        buffer[start] = value
+                        start = (start + 1) % count
+                    }
+                case .completed:
+                    for offset in 0..<buffer.count { downstream.send(value: buffer[(start + offset) % buffer.count]) }
+                    buffer = []
+                    downstream.sendCompleted()
+                case .failed, .interrupted:
+                    buffer = []
+                    downstream.action(event)
+                }
+            }
+        }
+    }
+}
+
+extension Signal {
+    /// Forwards the first `count` values, then completes. Completes at once when `count` is 0.
+    ///
+    /// - Precondition: `count >= 0`.
+    public func take(first count: Int) -> Signal<Value, Error> {
+        precondition(count >= 0, "take(first:): count must be >= 0, got \(count)")
+        guard count > 0 else { return Signal { observer, _ in observer.sendCompleted() } }
+        return _lift(_Take.first(count))
+    }
+
+    /// Waits for completion, then sends the last `count` values and completes. A failure or an
+    /// interruption is forwarded and the buffered values are dropped.
+    ///
+    /// - Precondition: `count >= 0`.
+    public func take(last count: Int) -> Signal<Value, Error> {
+        precondition(count >= 0, "take(last:): count must be >= 0, got \(count)")
+        return _lift(_Take.last(count))
+    }
+
+    /// Forwards events until `trigger` sends a value or completes; then completes.
+    public func take(until trigger: Signal<(), Never>) -> Signal<Value, Error> {
+        Signal._serialized { sink, lifetime in
+            lifetime += trigger.observe { event in
+                switch event {
+                case .value, .completed: sink.send(.completed)
+                case .failed, .interrupted: break
+                }
+            }
+            lifetime += self.observe(sink.input)
+        }
+    }
+
+    /// Forwards events until `lifetime` ends; then completes (at once if it has ended).
+    public func take(during lifetime: Lifetime) -> Signal<Value, Error> {
+        Signal._serialized { sink, ownLifetime in
+            ownLifetime += lifetime.observeEnded { sink.send(.completed) }
+            if lifetime.hasEnded { return sink.send(.completed) }
+            ownLifetime += self.observe(sink.input)
+        }
+    }
+}
+
+extension SignalProducer {
+    /// Forwards the first `count` values of each run, then completes and ends the run.
+    ///
+    /// - Precondition: `count >= 0`.
+    public func take(first count: Int) -> SignalProducer<Value, Error> {
+        precondition(count >= 0, "take(first:): count must be >= 0, got \(count)")
+        guard count > 0 else { return .empty }
+        return _lift(_Take.first(count))
+    }
+
+    /// Waits for completion, then sends the last `count` values and completes.
+    ///
+    /// - Precondition: `count >= 0`.
+    public func take(last count: Int) -> SignalProducer<Value, Error> {
+        precondition(count >= 0, "take(last:): count must be >= 0, got \(count)")
+        return _lift(_Take.last(count))
+    }
+
+    /// Forwards events until `trigger` (started first) sends a value or completes.
+    public func take(until trigger: SignalProducer<(), Never>) -> SignalProducer<Value, Error> {
+        ._serialized { sink, lifetime in
+            lifetime += trigger.start { event in
+                switch event {
+                case .value, .completed: sink.send(.completed)
+                case .failed, .interrupted: break
+                }
+            }
+            guard !lifetime.hasEnded else { return }
+            self._run(sink.input, lifetime)
+        }
+    }
+
+    /// Forwards events until `trigger` sends a value or completes.
+    public func take<Trigger: SignalProducerConvertible>(until trigger: Trigger) -> SignalProducer<Value, Error>
+    where Trigger.Value == (), Trigger.Error == Never {
+        take(until: trigger.producer)
+    }
+
+    /// Forwards events until `lifetime` ends; then completes.
+    public func take(during lifetime: Lifetime) -> SignalProducer<Value, Error> {
+        ._serialized { sink, runLifetime in
+            runLifetime += lifetime.observeEnded { sink.send(.completed) }
+            guard !runLifetime.hasEnded else { return }
+            self._run(sink.input, runLifetime)
+        }
+    }
+}
