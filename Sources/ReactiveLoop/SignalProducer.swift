@@ -186,7 +186,18 @@ extension SignalProducer {
     @discardableResult
     @inlinable
     public func start(_ observer: Signal<Value, Error>.Observer = .init()) -> any Disposable {
+        _start(observer) { _ in }
+    }
+
+    /// Starts a run; `beforeRun` receives the run's disposable before any event is sent, so
+    /// that a synchronous run can be stopped part way.
+    @inlinable
+    func _start(
+        _ observer: Signal<Value, Error>.Observer, beforeRun: (any Disposable) -> Void
+    ) -> any Disposable {
         let (lifetime, token) = Lifetime.make()
+        let disposable = AnyDisposable(token.dispose)
+        beforeRun(disposable)
         // Everything downstream of the source core is serial, so `finished` needs no lock.
         var finished = false
         _run(
@@ -198,7 +209,7 @@ extension SignalProducer {
             },
             lifetime
         )
-        return AnyDisposable(token.dispose)
+        return disposable
     }
 
     /// Starts a run with a closure that receives every event; see `start(_:)`.
@@ -243,13 +254,12 @@ extension SignalProducer {
     /// - Returns: Whatever `setup` returns.
     @discardableResult
     public func startWithSignal<Result>(_ setup: (Signal<Value, Error>, any Disposable) -> Result) -> Result {
-        let (signal, input) = Signal<Value, Error>.pipe()
-        let interrupter = AnyDisposable(input.sendInterrupted)
-        let result = setup(signal, interrupter)
-        let disposable = start(input)
-        _ = signal.observe(Signal.Observer { event in if event.isTerminating { disposable.dispose() } })
-        if interrupter.isDisposed { disposable.dispose() }
-        _ = interrupter  // keep it alive with the setup's copies
+        // The run ends when its signal terminates: by the run's own terminal event, by the
+        // setup's disposable, or by the signal being released with no observers.
+        let run = SerialDisposable()
+        let (signal, input) = Signal<Value, Error>.pipe(disposable: run)
+        let result = setup(signal, AnyDisposable(input.sendInterrupted))
+        _ = _start(input) { run.inner = $0 }
         return result
     }
 

@@ -130,11 +130,11 @@ struct SignalTests {
 
 /// Runs `body` with signals created on the given core kind. Tests that switch the kind are
 /// serialized by `coreKindLock`.
-func withCoreKind(_ kind: _SignalCoreKind, _ body: () throws -> Void) rethrows {
+func withCoreKind<R>(_ kind: _SignalCoreKind, _ body: () throws -> R) rethrows -> R {
     coreKindLock.lock()
     defer { coreKindLock.unlock() }
     let previous = _SignalCoreKind.current
     _SignalCoreKind.current = kind
     defer { _SignalCoreKind.current = previous }
-    try body()
+    return try body()
 }

@@ -38,3 +38,10 @@ final class Tracked: @unchecked Sendable {
     init(onDeinit: @escaping () -> Void = {}) { self.onDeinit = onDeinit }
     deinit { onDeinit() }
 }
+
+/// `DispatchQueue.concurrentPerform` without importing Dispatch in every test file.
+enum DispatchQueueShim {
+    static func concurrentPerform(iterations: Int, _ body: @Sendable (Int) -> Void) {
+        DispatchQueue.concurrentPerform(iterations: iterations, execute: body)
+    }
+}

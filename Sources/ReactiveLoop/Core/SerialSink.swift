@@ -56,7 +56,8 @@ extension SignalProducer {
             let core = _SignalCore<Value, Error>()
             _ = core.observe(downstream)
             let sink = _SerialSink(core: core)
-            lifetime.observeEnded { [weak sink] in sink?.input.sendInterrupted() }
+            // Weak: a run whose input is released must still be interrupted by that release.
+            lifetime.observeEnded { [weak input = sink.input] in input?.sendInterrupted() }
             body(sink, lifetime)
         }
     }

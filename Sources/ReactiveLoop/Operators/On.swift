@@ -81,8 +81,9 @@ extension SignalProducer {
             value: value)
         return SignalProducer(.run) { downstream, lifetime in
             starting?()
-            if let disposed { lifetime.observeEnded(disposed) }
             self._run(adapter(downstream), lifetime)
+            // Added after the run's own lifetime hooks, so it runs after the terminal event.
+            if let disposed { lifetime.observeEnded(disposed) }
             started?()
         }
     }

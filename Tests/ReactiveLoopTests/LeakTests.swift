@@ -1,0 +1,126 @@
+import Testing
+@testable import ReactiveLoop
+
+/// Guarantee 5: termination releases observers and the generator's resources; a signal with
+/// no observers and no outside reference is released.
+@Suite("Leaks")
+struct LeakTests {
+    @Test func terminationReleasesObservers() {
+        let released = Box(false)
+        let (signal, input) = Signal<Int, Never>.pipe()
+        do {
+            let tracked = Tracked { released.value = true }
+            signal.observeValues { _ in _ = tracked }
+        }
+        #expect(!released.value)
+        input.sendCompleted()
+        #expect(released.value)
+    }
+
+    @Test func terminationReleasesTheGeneratorsResources() {
+        let released = Box(false)
+        let ended = Box(false)
+        var input: Signal<Int, Never>.Observer?
+        let signal = Signal<Int, Never> { observer, lifetime in
+            input = observer
+            let tracked = Tracked { released.value = true }
+            lifetime.observeEnded { _ = tracked; ended.value = true }
+        }
+        signal.observeValues { _ in }
+        #expect(!ended.value)
+        input?.sendInterrupted()
+        #expect(ended.value)
+        #expect(released.value)
+    }
+
+    @Test func signalWithNoObserversAndNoReferenceIsReleased() {
+        weak var weakSignal: Signal<Int, Never>?
+        let ended = Box(false)
+        var input: Signal<Int, Never>.Observer?
+        do {
+            let signal = Signal<Int, Never> { observer, lifetime in
+                input = observer
+                lifetime.observeEnded { ended.value = true }
+            }
+            weakSignal = signal
+        }
+        #expect(weakSignal == nil)
+        #expect(ended.value)
+        #expect(input != nil)
+    }
+
+    @Test func signalWhoseLastObserverIsDisposedAfterItWasReleasedEnds() {
+        let ended = Box(false)
+        var input: Signal<Int, Never>.Observer?
+        var disposable: (any Disposable)?
+        do {
+            let signal = Signal<Int, Never> { observer, lifetime in
+                input = observer
+                lifetime.observeEnded { ended.value = true }
+            }
+            disposable = signal.observeValues { _ in }
+        }
+        #expect(!ended.value)
+        disposable?.dispose()
+        #expect(ended.value)
+        _ = input
+    }
+
+    @Test func disposedObserverIsReleasedAtOnce() {
+        let released = Box(false)
+        let (signal, input) = Signal<Int, Never>.pipe()
+        var disposable: (any Disposable)?
+        do {
+            let tracked = Tracked { released.value = true }
+            disposable = signal.observeValues { _ in _ = tracked }
+        }
+        disposable?.dispose()
+        #expect(released.value)
+        _ = input
+    }
+
+    @Test func producerRunReleasesItsObserverAndResourcesWhenItCompletes() {
+        let released = Box(false)
+        let resources = Box(false)
+        let producer = SignalProducer<Int, Never> { observer, lifetime in
+            lifetime.observeEnded { resources.value = true }
+            observer.send(value: 1)
+            observer.sendCompleted()
+        }
+        do {
+            let tracked = Tracked { released.value = true }
+            producer.startWithValues { _ in _ = tracked }
+        }
+        #expect(released.value)
+        #expect(resources.value)
+    }
+
+    @Test func flattenReleasesInnerRunsWhenTheOuterIsInterrupted() {
+        let innerEnded = Box(0)
+        let (outer, outerInput) = Signal<SignalProducer<Int, Never>, Never>.pipe()
+        let disposable = SignalProducer(outer).flatten(.merge).start()
+        for _ in 0..<3 {
+            outerInput.send(value: SignalProducer { observer, lifetime in
+                lifetime.observeEnded {
+                    _ = observer  // Kept so that the inner run lasts until it is disposed.
+                    innerEnded.modify { $0 += 1 }
+                }
+            })
+        }
+        #expect(innerEnded.value == 0)
+        disposable.dispose()
+        #expect(innerEnded.value == 3)
+    }
+
+    @Test func mutablePropertyIsReleasedAndCompletesItsSignal() {
+        weak var weakProperty: MutableProperty<Int>?
+        let completed = Box(false)
+        do {
+            let property = MutableProperty(1)
+            property.signal.observeCompleted { completed.value = true }
+            weakProperty = property
+        }
+        #expect(weakProperty == nil)
+        #expect(completed.value)
+    }
+}

@@ -1,0 +1,229 @@
+import Testing
+@testable import ReactiveLoop
+
+/// Records every event it receives.
+final class Recorder<Value, Error: Swift.Error>: @unchecked Sendable {
+    private let lock = _Lock()
+    private var _events: [Signal<Value, Error>.Event] = []
+    var events: [Signal<Value, Error>.Event] { lock.withLock { _events } }
+    var values: [Value] { events.compactMap(\.value) }
+    var terminal: Signal<Value, Error>.Event? { events.last.flatMap { $0.isTerminating ? $0 : nil } }
+    var observer: Signal<Value, Error>.Observer {
+        Signal.Observer { [self] event in lock.withLock { _events.append(event) } }
+    }
+}
+
+@Suite("SignalProducer")
+struct SignalProducerTests {
+    @Test func everyStartRunsTheStartHandlerAnew() {
+        let starts = Box(0)
+        let producer = SignalProducer<Int, Never> { observer, _ in
+            starts.modify { $0 += 1 }
+            observer.send(value: starts.value)
+            observer.sendCompleted()
+        }
+        let first = Recorder<Int, Never>()
+        let second = Recorder<Int, Never>()
+        producer.start(first.observer)
+        producer.start(second.observer)
+        #expect(starts.value == 2)
+        #expect(first.events == [.value(1), .completed])
+        #expect(second.events == [.value(2), .completed])
+    }
+
+    @Test func initializersSendTheirValues() {
+        let value = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError>(value: 3).start(value.observer)
+        #expect(value.events == [.value(3), .completed])
+
+        let error = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError>(error: TestError(code: 2)).start(error.observer)
+        #expect(error.events == [.failed(TestError(code: 2))])
+
+        let success = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError>(result: .success(4)).start(success.observer)
+        #expect(success.events == [.value(4), .completed])
+
+        let failure = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError>(result: .failure(TestError(code: 5))).start(failure.observer)
+        #expect(failure.events == [.failed(TestError(code: 5))])
+
+        let sequence = Recorder<Int, Never>()
+        SignalProducer<Int, Never>([1, 2, 3]).start(sequence.observer)
+        #expect(sequence.events == [.value(1), .value(2), .value(3), .completed])
+
+        let variadic = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError>(values: 7, 8, 9).start(variadic.observer)
+        #expect(variadic.events == [.value(7), .value(8), .value(9), .completed])
+
+        let lazy = Recorder<Int, Never>()
+        let calls = Box(0)
+        let producer = SignalProducer<Int, Never> { () -> Int in
+            calls.modify { $0 += 1 }
+            return 10
+        }
+        #expect(calls.value == 0)
+        producer.start(lazy.observer)
+        #expect(lazy.events == [.value(10), .completed])
+
+        let resultAction = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError> { () -> Result<Int, TestError> in .failure(TestError(code: 1)) }
+            .start(resultAction.observer)
+        #expect(resultAction.events == [.failed(TestError(code: 1))])
+
+        let throwing = Recorder<Int, any Swift.Error>()
+        SignalProducer<Int, any Swift.Error> { () throws -> Int in throw TestError(code: 9) }.start(throwing.observer)
+        #expect((throwing.events.first?.error as? TestError) == TestError(code: 9))
+
+        let empty = Recorder<Int, Never>()
+        SignalProducer<Int, Never>.empty.start(empty.observer)
+        #expect(empty.events == [.completed])
+    }
+
+    @Test func neverSendsNothingUntilDisposedThenInterrupts() {
+        let recorder = Recorder<Int, Never>()
+        let disposable = SignalProducer<Int, Never>.never.start(recorder.observer)
+        #expect(recorder.events.isEmpty)
+        disposable.dispose()
+        #expect(recorder.events == [.interrupted])
+    }
+
+    @Test func disposingARunInterruptsItAndEndsItsLifetime() {
+        let ended = Box(false)
+        let input = Box<Signal<Int, Never>.Observer?>(nil)
+        let producer = SignalProducer<Int, Never> { observer, lifetime in
+            input.value = observer
+            lifetime.observeEnded { ended.value = true }
+        }
+        let recorder = Recorder<Int, Never>()
+        let disposable = producer.start(recorder.observer)
+        input.value?.send(value: 1)
+        disposable.dispose()
+        input.value?.send(value: 2)
+        #expect(recorder.events == [.value(1), .interrupted])
+        #expect(ended.value)
+    }
+
+    @Test func droppingTheDisposableDoesNotStopTheRun() {
+        let input = Box<Signal<Int, Never>.Observer?>(nil)
+        let recorder = Recorder<Int, Never>()
+        do {
+            SignalProducer<Int, Never> { observer, _ in input.value = observer }.start(recorder.observer)
+        }
+        input.value?.send(value: 1)
+        #expect(recorder.values == [1])
+    }
+
+    @Test func disposingInsideAValueStopsASequenceProducer() {
+        let recorder = Recorder<Int, Never>()
+        let sent = Box(0)
+        SignalProducer<Int, Never>(1...1_000)
+            .on(value: { _ in sent.modify { $0 += 1 } })
+            .startWithSignal { signal, disposable in
+                signal.observe(recorder.observer)
+                signal.observeValues { value in if value == 3 { disposable.dispose() } }
+            }
+        // The run is synchronous: it ended before `startWithSignal` returned, at the third value.
+        #expect(recorder.events == [.value(1), .value(2), .value(3), .interrupted])
+        #expect(sent.value == 3)
+    }
+
+    @Test func startVariantsSeeTheirEvents() {
+        var results: [Result<Int, TestError>] = []
+        SignalProducer<Int, TestError>(values: 1, 2).startWithResult { results.append($0) }
+        SignalProducer<Int, TestError>(error: TestError(code: 3)).startWithResult { results.append($0) }
+        #expect(results == [.success(1), .success(2), .failure(TestError(code: 3))])
+
+        var completed = 0
+        SignalProducer<Int, TestError>(value: 1).startWithCompleted { completed += 1 }
+        #expect(completed == 1)
+
+        var failed: [TestError] = []
+        SignalProducer<Int, TestError>(error: TestError(code: 4)).startWithFailed { failed.append($0) }
+        #expect(failed == [TestError(code: 4)])
+
+        var interrupted = 0
+        SignalProducer<Int, Never>.never.startWithInterrupted { interrupted += 1 }.dispose()
+        #expect(interrupted == 1)
+
+        var values: [Int] = []
+        SignalProducer<Int, Never>([5, 6]).startWithValues { values.append($0) }
+        #expect(values == [5, 6])
+
+        var actions: [Signal<Int, Never>.Event] = []
+        SignalProducer<Int, Never>(value: 8).start { actions.append($0) }
+        #expect(actions == [.value(8), .completed])
+    }
+
+    @Test func startWithSignalLetsObserversAttachBeforeTheRunStarts() {
+        let recorder = Recorder<Int, Never>()
+        let result = SignalProducer<Int, Never>([1, 2]).startWithSignal { signal, _ -> String in
+            signal.observe(recorder.observer)
+            return "set up"
+        }
+        #expect(result == "set up")
+        #expect(recorder.events == [.value(1), .value(2), .completed])
+    }
+
+    @Test func startWithSignalDisposableInterruptsTheRun() {
+        let ended = Box(false)
+        let recorder = Recorder<Int, Never>()
+        SignalProducer<Int, Never> { _, lifetime in
+            lifetime.observeEnded { ended.value = true }
+        }.startWithSignal { signal, disposable in
+            signal.observe(recorder.observer)
+            disposable.dispose()
+        }
+        #expect(recorder.events == [.interrupted])
+        #expect(ended.value)
+    }
+
+    @Test func producerFromSignalForwardsFromTheStart() {
+        let (signal, input) = Signal<Int, Never>.pipe()
+        input.send(value: 0)
+        let recorder = Recorder<Int, Never>()
+        SignalProducer(signal).start(recorder.observer)
+        input.send(value: 1)
+        input.sendCompleted()
+        #expect(recorder.events == [.value(1), .completed])
+        let late = Recorder<Int, Never>()
+        signal.producer.start(late.observer)
+        #expect(late.events == [.interrupted])
+    }
+
+    @Test func liftAppliesASignalOperatorToEachRun() {
+        let lifted = SignalProducer<Int, Never>([1, 2, 3]).lift { $0.map { $0 * 10 } }
+        let first = Recorder<Int, Never>()
+        let second = Recorder<Int, Never>()
+        lifted.start(first.observer)
+        lifted.start(second.observer)
+        #expect(first.events == [.value(10), .value(20), .value(30), .completed])
+        #expect(second.events == first.events)
+
+        // As in ReactiveSwift, the argument's run starts first, then this producer's.
+        let combined = SignalProducer<Int, Never>([1, 2]).lift(Signal.combineLatest(with:))(SignalProducer([7]))
+        let pairs = Recorder<(Int, Int), Never>()
+        combined.start(pairs.observer)
+        #expect(pairs.values.map { [$0.0, $0.1] } == [[1, 7], [2, 7]])
+    }
+
+    @Test func resultAndConvertiblesProduce() {
+        let recorder = Recorder<Int, TestError>()
+        Result<Int, TestError>.success(1).producer.start(recorder.observer)
+        SignalProducer(SignalProducer<Int, TestError>(value: 2)).start(recorder.observer)
+        #expect(recorder.values == [1, 2])
+    }
+
+    @Test func concurrentSendsIntoAStartHandlerAreSerialized() {
+        let recorder = Recorder<Int, Never>()
+        let inputs = Box<Signal<Int, Never>.Observer?>(nil)
+        SignalProducer<Int, Never> { observer, _ in inputs.value = observer }.start(recorder.observer)
+        let input = inputs.value!
+        DispatchQueueShim.concurrentPerform(iterations: 4) { thread in
+            for value in 0..<1000 { input.send(value: thread * 1000 + value) }
+        }
+        input.sendCompleted()
+        #expect(recorder.values.count == 4000)
+        #expect(recorder.terminal == .completed)
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import Synchronization
+import Testing
+@testable @_spi(Testing) import ReactiveLoop
+
+/// Guarantee 1 under load: events are serial, every value arrives, each sender's values keep
+/// their order, and the terminal event comes last. The observers keep plain, unsynchronized
+/// state: under `--sanitize=thread` any overlap between two deliveries is reported as a race.
+@Suite("Stress", .serialized)
+struct StressTests {
+    /// An observer that checks the delivery contract as it goes.
+    final class CheckingObserver: @unchecked Sendable {  // Relies on the serial delivery under test.
+        let inFlight = Atomic<Int>(0)
+        var overlaps = 0
+        var count = 0
+        var lastSequence: [Int]
+        var outOfOrder = 0
+        var terminal: Signal<Int, Never>.Event?
+        var afterTerminal = 0
+
+        init(threads: Int) { lastSequence = Array(repeating: -1, count: threads) }
+
+        func receive(_ event: Signal<Int, Never>.Event, threads: Int) {
+            if inFlight.wrappingAdd(1, ordering: .relaxed).newValue != 1 { overlaps += 1 }
+            defer { inFlight.wrappingSubtract(1, ordering: .relaxed) }
+            if terminal != nil {
+                afterTerminal += 1
+                return
+            }
+            switch event {
+            case let .value(value):
+                count += 1
+                let thread = value % threads
+                let sequence = value / threads
+                if sequence <= lastSequence[thread] { outOfOrder += 1 }
+                lastSequence[thread] = sequence
+            default:
+                terminal = event
+            }
+        }
+    }
+
+    static var valuesPerThread: Int {
+        ProcessInfo.processInfo.environment["REACTIVELOOP_STRESS_VALUES"].flatMap(Int.init) ?? 100_000
+    }
+
+    @Test(arguments: [_SignalCoreKind.lockFree, .locked])
+    func eightThreadsSendingIntoOnePipeAreSerializedAndNothingIsLost(kind: _SignalCoreKind) {
+        let threads = 8
+        let perThread = Self.valuesPerThread
+        let observers = (0..<3).map { _ in CheckingObserver(threads: threads) }
+        let input: Signal<Int, Never>.Observer = withCoreKind(kind) {
+            let (signal, input) = Signal<Int, Never>.pipe()
+            for observer in observers {
+                signal.observe { observer.receive($0, threads: threads) }
+            }
+            return input
+        }
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for sequence in 0..<perThread {
+                input.send(value: sequence * threads + thread)
+            }
+        }
+        input.sendCompleted()
+        input.send(value: -1)
+
+        for observer in observers {
+            #expect(observer.count == threads * perThread)
+            #expect(observer.overlaps == 0)
+            #expect(observer.outOfOrder == 0)
+            #expect(observer.terminal == .completed)
+            #expect(observer.afterTerminal == 0)
+            #expect(observer.lastSequence == Array(repeating: perThread - 1, count: threads))
+        }
+    }
+
+    @Test func terminalEventFromAnotherThreadDuringDeliveryIsDeliveredOnceAndLast() {
+        for _ in 0..<200 {
+            let (signal, input) = Signal<Int, Never>.pipe()
+            let observer = CheckingObserver(threads: 1)
+            signal.observe { observer.receive($0, threads: 1) }
+            let started = DispatchSemaphore(value: 0)
+            let finished = DispatchSemaphore(value: 0)
+            Thread {
+                started.signal()
+                for value in 0..<1_000 { input.send(value: value) }
+                finished.signal()
+            }.start()
+            started.wait()
+            // Posted if the sender is delivering: it then arrives right after that delivery,
+            // on the sender's thread, before the sender's `send` returns.
+            input.sendInterrupted()
+            finished.wait()
+            #expect(observer.terminal == .interrupted)
+            #expect(observer.overlaps == 0)
+            #expect(observer.afterTerminal == 0)
+            #expect(observer.outOfOrder == 0)
+        }
+    }
+
+    @Test func observersAddedAndRemovedWhileOtherThreadsSend() {
+        let (signal, input) = Signal<Int, Never>.pipe()
+        let steady = CheckingObserver(threads: 2)
+        signal.observe { steady.receive($0, threads: 2) }
+        let perThread = 20_000
+        DispatchQueue.concurrentPerform(iterations: 3) { worker in
+            if worker < 2 {
+                for sequence in 0..<perThread { input.send(value: sequence * 2 + worker) }
+            } else {
+                for _ in 0..<2_000 {
+                    let transient = CheckingObserver(threads: 2)
+                    let disposable = signal.observe { transient.receive($0, threads: 2) }
+                    disposable?.dispose()
+                    #expect(transient.overlaps == 0)
+                }
+            }
+        }
+        input.sendCompleted()
+        #expect(steady.count == 2 * perThread)
+        #expect(steady.overlaps == 0)
+        #expect(steady.outOfOrder == 0)
+        #expect(steady.terminal == .completed)
+    }
+
+    @Test func mutablePropertySetFromManyThreadsDeliversChangesInTheOrderTheyWereMade() {
+        let property = MutableProperty(0)
+        let delivered = Box<[Int]>([])
+        final class Last: @unchecked Sendable { var value = 0 }  // Relies on serial delivery.
+        let last = Last()
+        var decreasing = 0
+        property.signal.observeValues { value in
+            if value < last.value { decreasing += 1 }
+            last.value = value
+        }
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<10_000 { property.modify { $0 += 1 } }
+        }
+        #expect(property.value == 40_000)
+        #expect(last.value == 40_000)
+        #expect(decreasing == 0)
+        _ = delivered
+    }
+
+    @Test func flattenMergeWithInnerProducersCompletingOnOtherThreads() {
+        let inners = 200
+        let perInner = 50
+        let received = Box<[Int]>([])
+        let terminal = Box<Signal<Int, Never>.Event?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let queue = DispatchQueue(label: "inner", attributes: .concurrent)
+        SignalProducer<Int, Never>(0..<inners)
+            .flatMap(.merge) { inner in
+                SignalProducer<Int, Never> { observer, _ in
+                    queue.async {
+                        for value in 0..<perInner { observer.send(value: inner * perInner + value) }
+                        observer.sendCompleted()
+                    }
+                }
+            }
+            .start { event in
+                switch event {
+                case let .value(value): received.modify { $0.append(value) }
+                default:
+                    terminal.value = event
+                    done.signal()
+                }
+            }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(terminal.value == .completed)
+        #expect(received.value.sorted() == Array(0..<(inners * perInner)))
+        // Each inner's values keep their order.
+        var lastPerInner = [Int: Int]()
+        for value in received.value {
+            let inner = value / perInner
+            #expect((lastPerInner[inner] ?? -1) < value)
+            lastPerInner[inner] = value
+        }
+    }
+}
