@@ -1,0 +1,211 @@
+import Testing
+@testable import ReactiveLoop
+
+@Suite("flatten and flatMap")
+struct FlattenTests {
+    typealias Inner = (signal: Signal<Int, TestError>, input: Signal<Int, TestError>.Observer)
+
+    func inners(_ count: Int) -> [Inner] {
+        (0..<count).map { _ in Signal<Int, TestError>.pipe() }
+    }
+
+    @Test func mergeRunsEveryInnerAndCompletesWhenAllHave() {
+        let (outer, outerInput) = Signal<SignalProducer<Int, TestError>, TestError>.pipe()
+        let recorder = Recorder<Int, TestError>()
+        outer.flatten(.merge).observe(recorder.observer)
+        let pipes = inners(2)
+        outerInput.send(value: SignalProducer(pipes[0].signal))
+        outerInput.send(value: SignalProducer(pipes[1].signal))
+        pipes[0].input.send(value: 1)
+        pipes[1].input.send(value: 2)
+        pipes[0].input.send(value: 3)
+        outerInput.sendCompleted()
+        pipes[0].input.sendCompleted()
+        #expect(recorder.terminal == nil)
+        pipes[1].input.sendCompleted()
+        #expect(recorder.events == [.value(1), .value(2), .value(3), .completed])
+    }
+
+    @Test func concatRunsInnersOneAfterAnother() {
+        let (outer, outerInput) = Signal<SignalProducer<Int, TestError>, TestError>.pipe()
+        let recorder = Recorder<Int, TestError>()
+        outer.flatten(.concat).observe(recorder.observer)
+        let pipes = inners(2)
+        let secondStarted = Box(false)
+        outerInput.send(value: SignalProducer(pipes[0].signal))
+        outerInput.send(value: SignalProducer(pipes[1].signal).on(starting: { secondStarted.value = true }))
+        pipes[1].input.send(value: 99)  // Not started yet: lost, as for any hot signal.
+        pipes[0].input.send(value: 1)
+        #expect(!secondStarted.value)
+        pipes[0].input.sendCompleted()
+        #expect(secondStarted.value)
+        pipes[1].input.send(value: 2)
+        pipes[1].input.sendCompleted()
+        outerInput.sendCompleted()
+        #expect(recorder.events == [.value(1), .value(2), .completed])
+    }
+
+    @Test func concurrentLimitQueuesTheRest() {
+        let recorder = Recorder<Int, TestError>()
+        let (outer, outerInput) = Signal<SignalProducer<Int, TestError>, TestError>.pipe()
+        outer.flatten(.concurrent(limit: 2)).observe(recorder.observer)
+        let pipes = inners(3)
+        let started = Box<[Int]>([])
+        for (index, pipe) in pipes.enumerated() {
+            outerInput.send(value: SignalProducer(pipe.signal).on(starting: { started.modify { $0.append(index) } }))
+        }
+        #expect(started.value == [0, 1])
+        pipes[1].input.sendCompleted()
+        #expect(started.value == [0, 1, 2])
+    }
+
+    @Test func latestDisposesTheReplacedInner() {
+        let (outer, outerInput) = Signal<SignalProducer<Int, TestError>, TestError>.pipe()
+        let recorder = Recorder<Int, TestError>()
+        outer.flatten(.latest).observe(recorder.observer)
+        let pipes = inners(2)
+        let firstDisposed = Box(false)
+        outerInput.send(value: SignalProducer(pipes[0].signal).on(disposed: { firstDisposed.value = true }))
+        pipes[0].input.send(value: 1)
+        outerInput.send(value: SignalProducer(pipes[1].signal))
+        #expect(firstDisposed.value)
+        pipes[0].input.send(value: 2)
+        pipes[0].input.sendInterrupted()
+        pipes[1].input.send(value: 3)
+        outerInput.sendCompleted()
+        #expect(recorder.terminal == nil)
+        pipes[1].input.sendCompleted()
+        #expect(recorder.events == [.value(1), .value(3), .completed])
+    }
+
+    @Test func raceKeepsTheFirstInnerToSend() {
+        let (outer, outerInput) = Signal<SignalProducer<Int, TestError>, TestError>.pipe()
+        let recorder = Recorder<Int, TestError>()
+        outer.flatten(.race).observe(recorder.observer)
+        let pipes = inners(3)
+        let loserDisposed = Box(false)
+        outerInput.send(value: SignalProducer(pipes[0].signal).on(disposed: { loserDisposed.value = true }))
+        outerInput.send(value: SignalProducer(pipes[1].signal))
+        pipes[1].input.send(value: 1)
+        #expect(loserDisposed.value)
+        pipes[0].input.send(value: 2)
+        outerInput.send(value: SignalProducer(pipes[2].signal))
+        pipes[2].input.send(value: 3)
+        pipes[1].input.send(value: 4)
+        #expect(recorder.values == [1, 4])
+    }
+
+    @Test func throttleDropsInnersArrivingWhileOneRuns() {
+        let (outer, outerInput) = Signal<SignalProducer<Int, TestError>, TestError>.pipe()
+        let recorder = Recorder<Int, TestError>()
+        outer.flatten(.throttle).observe(recorder.observer)
+        let pipes = inners(3)
+        for pipe in pipes.prefix(2) { outerInput.send(value: SignalProducer(pipe.signal)) }
+        pipes[1].input.send(value: 9)
+        pipes[0].input.send(value: 1)
+        pipes[0].input.sendCompleted()
+        outerInput.send(value: SignalProducer(pipes[2].signal))
+        pipes[2].input.send(value: 2)
+        #expect(recorder.values == [1, 2])
+    }
+
+    @Test(arguments: [FlattenStrategy.merge, .concat, .latest])
+    func anInnerFailureFailsTheWhole(strategy: FlattenStrategy) {
+        let (outer, outerInput) = Signal<SignalProducer<Int, TestError>, TestError>.pipe()
+        let recorder = Recorder<Int, TestError>()
+        outer.flatten(strategy).observe(recorder.observer)
+        outerInput.send(value: SignalProducer(error: TestError(code: 3)))
+        outerInput.send(value: SignalProducer(value: 1))
+        #expect(recorder.events == [.failed(TestError(code: 3))])
+    }
+
+    @Test(arguments: [FlattenStrategy.merge, .concat, .latest])
+    func interruptingTheOuterInterruptsTheInners(strategy: FlattenStrategy) {
+        let innerInterrupted = Box(false)
+        let recorder = Recorder<Int, TestError>()
+        let (outer, outerInput) = Signal<SignalProducer<Int, TestError>, TestError>.pipe()
+        let disposable = SignalProducer(outer).flatten(strategy).start(recorder.observer)
+        outerInput.send(value: SignalProducer.never.on(interrupted: { innerInterrupted.value = true }))
+        disposable.dispose()
+        #expect(innerInterrupted.value)
+        #expect(recorder.events == [.interrupted])
+    }
+
+    @Test func outerFailureFailsTheWholeAndInterruptionOfAnInnerInterruptsIt() {
+        let (outer, outerInput) = Signal<SignalProducer<Int, TestError>, TestError>.pipe()
+        let failed = Recorder<Int, TestError>()
+        outer.flatten(.merge).observe(failed.observer)
+        outerInput.send(error: TestError(code: 1))
+        #expect(failed.events == [.failed(TestError(code: 1))])
+
+        let interrupted = Recorder<Int, TestError>()
+        SignalProducer<SignalProducer<Int, TestError>, TestError>(value: SignalProducer { observer, _ in
+            observer.sendInterrupted()
+        }).flatten(.merge).start(interrupted.observer)
+        #expect(interrupted.events == [.interrupted])
+    }
+
+    @Test func flatMapOverloadsPromoteErrors() {
+        let never = Recorder<Int, Never>()
+        SignalProducer<Int, Never>([1, 2]).flatMap(.concat) { SignalProducer<Int, Never>([$0, $0 * 10]) }
+            .start(never.observer)
+        #expect(never.values == [1, 10, 2, 20])
+
+        let innerFails = Recorder<Int, TestError>()
+        SignalProducer<Int, Never>([1]).flatMap(.merge) { _ in SignalProducer<Int, TestError>(error: TestError()) }
+            .start(innerFails.observer)
+        #expect(innerFails.events == [.failed(TestError())])
+
+        let outerFails = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError>([1]).flatMap(.latest) { SignalProducer<Int, Never>(value: $0 + 1) }
+            .start(outerFails.observer)
+        #expect(outerFails.events == [.value(2), .completed])
+
+        let viaProperty = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError>([1]).flatMap(.merge) { Property(value: $0 * 3) }.start(viaProperty.observer)
+        #expect(viaProperty.values == [3])
+
+        let (signal, input) = Signal<Int, Never>.pipe()
+        let fromSignal = Recorder<String, TestError>()
+        signal.flatMap(.merge) { SignalProducer<String, TestError>(value: "\($0)") }.observe(fromSignal.observer)
+        let neverFromSignal = Recorder<Int, Never>()
+        signal.flatMap(.concat) { SignalProducer<Int, Never>(value: -$0) }.observe(neverFromSignal.observer)
+        let (failing, failingInput) = Signal<Int, TestError>.pipe()
+        let promotedInner = Recorder<Int, TestError>()
+        failing.flatMap(.merge) { SignalProducer<Int, Never>(value: $0) }.observe(promotedInner.observer)
+        input.send(value: 4)
+        failingInput.send(value: 5)
+        #expect(fromSignal.values == ["4"])
+        #expect(neverFromSignal.values == [-4])
+        #expect(promotedInner.values == [5])
+    }
+
+    @Test func producerFlattenStartedTwiceRunsIndependently() {
+        let producer = SignalProducer<SignalProducer<Int, Never>, Never>([SignalProducer([1, 2]), SignalProducer([3])])
+            .flatten(.concat)
+        let first = Recorder<Int, Never>()
+        let second = Recorder<Int, Never>()
+        producer.start(first.observer)
+        producer.start(second.observer)
+        #expect(first.events == [.value(1), .value(2), .value(3), .completed])
+        #expect(second.events == first.events)
+    }
+}
+
+@Suite("concat and prefix")
+struct ConcatTests {
+    @Test func concatAndPrefixForms() {
+        let recorder = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError>(value: 2).prefix(value: 1).concat(value: 3).concat(SignalProducer(value: 4))
+            .prefix(SignalProducer(value: 0)).start(recorder.observer)
+        #expect(recorder.events == [.value(0), .value(1), .value(2), .value(3), .value(4), .completed])
+        let failing = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError>(value: 1).concat(error: TestError(code: 2)).concat(value: 3)
+            .start(failing.observer)
+        #expect(failing.events == [.value(1), .failed(TestError(code: 2))])
+        let convertible = Recorder<Int, TestError>()
+        SignalProducer<Int, TestError>(value: 1).concat(Result<Int, TestError>.success(2))
+            .prefix(Result<Int, TestError>.success(0)).start(convertible.observer)
+        #expect(convertible.values == [0, 1, 2])
+    }
+}
