@@ -45,6 +45,8 @@ public final class Property<Value>: PropertyProtocol {
     public let signal: Signal<Value, Never>
     /// Keeps what this property was derived from running while it lives.
     private let disposable: (any Disposable)?
+    /// The properties this one was derived from: a derived property keeps them alive.
+    private let sources: [AnyObject]
 
     /// The current value.
     public var value: Value { _value() }
@@ -61,6 +63,7 @@ public final class Property<Value>: PropertyProtocol {
         producer = SignalProducer(value: value)
         signal = .empty
         disposable = nil
+        sources = []
     }
 
     /// A view of `property` that keeps it alive.
@@ -69,6 +72,7 @@ public final class Property<Value>: PropertyProtocol {
         producer = property.producer
         signal = property.signal
         disposable = nil
+        sources = [property]
     }
 
     /// A read-only view of `property`.
@@ -78,7 +82,7 @@ public final class Property<Value>: PropertyProtocol {
 
     /// A property that starts at `initial` and then takes each value of `values`.
     public convenience init(initial: Value, then values: SignalProducer<Value, Never>) {
-        self.init(_unsafeProducer: values.prefix(value: initial))
+        self.init(_unsafeProducer: values.prefix(value: initial), sources: [])
     }
 
     /// A property that starts at `initial` and then takes each value of `values`.
@@ -88,8 +92,8 @@ public final class Property<Value>: PropertyProtocol {
     }
 
     /// A property holding the latest value of `producer`, which must send a value as soon as it
-    /// starts. The producer runs until the property goes away.
-    init(_unsafeProducer producer: SignalProducer<Value, Never>) {
+    /// starts. The producer runs until the property goes away; `sources` are kept alive with it.
+    init(_unsafeProducer producer: SignalProducer<Value, Never>, sources: [AnyObject]) {
         var storage: _PropertyStorage<Value>?
         let disposable = producer.start { event in
             switch event {
@@ -107,6 +111,7 @@ public final class Property<Value>: PropertyProtocol {
         self.producer = storage.producer
         self.signal = storage.signal
         self.disposable = disposable
+        self.sources = sources
     }
 
     deinit { disposable?.dispose() }

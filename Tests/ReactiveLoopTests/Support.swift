@@ -45,3 +45,16 @@ enum DispatchQueueShim {
         DispatchQueue.concurrentPerform(iterations: iterations, execute: body)
     }
 }
+
+/// A semaphore for tests that must not import Dispatch everywhere.
+final class DispatchSemaphoreShim: @unchecked Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    func signal() { semaphore.signal() }
+    func wait() { semaphore.wait() }
+}
+
+extension Thread {
+    static func detachNewThreadShim(_ body: @escaping @Sendable () -> Void) {
+        Thread.detachNewThread(body)
+    }
+}

@@ -266,55 +266,55 @@ extension PropertyProtocol {
     /// Aggregates 2 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B>(_ a: A, _ b: B) -> Property<(A.Value, B.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer))
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer), sources: [a, b])
     }
 
     /// Aggregates 3 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B, C>(_ a: A, _ b: B, _ c: C) -> Property<(Value, B.Value, C.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer))
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer), sources: [a, b, c])
     }
 
     /// Aggregates 4 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> Property<(Value, B.Value, C.Value, D.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer))
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer), sources: [a, b, c, d])
     }
 
     /// Aggregates 5 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> Property<(Value, B.Value, C.Value, D.Value, E.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer))
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer), sources: [a, b, c, d, e])
     }
 
     /// Aggregates 6 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer))
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer), sources: [a, b, c, d, e, f])
     }
 
     /// Aggregates 7 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer))
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer), sources: [a, b, c, d, e, f, g])
     }
 
     /// Aggregates 8 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer))
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer), sources: [a, b, c, d, e, f, g, h])
     }
 
     /// Aggregates 9 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B, C, D, E, F, G, H, I>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer))
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer), sources: [a, b, c, d, e, f, g, h, i])
     }
 
     /// Aggregates 10 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B, C, D, E, F, G, H, I, J>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, J: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer, j.producer))
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer, j.producer), sources: [a, b, c, d, e, f, g, h, i, j])
     }
 }
 
@@ -322,54 +322,54 @@ extension PropertyProtocol {
     /// Aggregates 2 properties as `zip(with:)` does for two.
     public static func zip<A, B>(_ a: A, _ b: B) -> Property<(A.Value, B.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer))
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer), sources: [a, b])
     }
 
     /// Aggregates 3 properties as `zip(with:)` does for two.
     public static func zip<A, B, C>(_ a: A, _ b: B, _ c: C) -> Property<(Value, B.Value, C.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer))
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer), sources: [a, b, c])
     }
 
     /// Aggregates 4 properties as `zip(with:)` does for two.
     public static func zip<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> Property<(Value, B.Value, C.Value, D.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer))
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer), sources: [a, b, c, d])
     }
 
     /// Aggregates 5 properties as `zip(with:)` does for two.
     public static func zip<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> Property<(Value, B.Value, C.Value, D.Value, E.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer))
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer), sources: [a, b, c, d, e])
     }
 
     /// Aggregates 6 properties as `zip(with:)` does for two.
     public static func zip<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer))
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer), sources: [a, b, c, d, e, f])
     }
 
     /// Aggregates 7 properties as `zip(with:)` does for two.
     public static func zip<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer))
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer), sources: [a, b, c, d, e, f, g])
     }
 
     /// Aggregates 8 properties as `zip(with:)` does for two.
     public static func zip<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer))
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer), sources: [a, b, c, d, e, f, g, h])
     }
 
     /// Aggregates 9 properties as `zip(with:)` does for two.
     public static func zip<A, B, C, D, E, F, G, H, I>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer))
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer), sources: [a, b, c, d, e, f, g, h, i])
     }
 
     /// Aggregates 10 properties as `zip(with:)` does for two.
     public static func zip<A, B, C, D, E, F, G, H, I, J>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, J: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer, j.producer))
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer, j.producer), sources: [a, b, c, d, e, f, g, h, i, j])
     }
 }

@@ -4,7 +4,7 @@
 extension PropertyProtocol {
     /// A property whose value is `transform` applied to this property's value.
     public func map<U>(_ transform: @escaping (Value) -> U) -> Property<U> {
-        Property(_unsafeProducer: producer.map(transform))
+        Property(_unsafeProducer: producer.map(transform), sources: [self])
     }
 
     /// A property that is always `value` but changes whenever this one does.
@@ -19,17 +19,17 @@ extension PropertyProtocol {
 
     /// A property holding the newest value of this one and of `other`.
     public func combineLatest<P: PropertyProtocol>(with other: P) -> Property<(Value, P.Value)> {
-        Property(_unsafeProducer: producer.combineLatest(with: other.producer))
+        Property(_unsafeProducer: producer.combineLatest(with: other.producer), sources: [self, other])
     }
 
     /// A property holding pairs of this one's and `other`'s values, paired in order of change.
     public func zip<P: PropertyProtocol>(with other: P) -> Property<(Value, P.Value)> {
-        Property(_unsafeProducer: producer.zip(with: other.producer))
+        Property(_unsafeProducer: producer.zip(with: other.producer), sources: [self, other])
     }
 
     /// A property that ignores changes `isEquivalent` finds equivalent to its current value.
     public func skipRepeats(_ isEquivalent: @escaping (Value, Value) -> Bool) -> Property<Value> {
-        Property(_unsafeProducer: producer.skipRepeats(isEquivalent))
+        Property(_unsafeProducer: producer.skipRepeats(isEquivalent), sources: [self])
     }
 
     /// A property holding the value of the property `transform` makes from this one's value,
@@ -37,14 +37,15 @@ extension PropertyProtocol {
     public func flatMap<P: PropertyProtocol>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> P
     ) -> Property<P.Value> {
-        Property(_unsafeProducer: producer.flatMap(strategy) { transform($0).producer })
+        Property(_unsafeProducer: producer.flatMap(strategy) { transform($0).producer }, sources: [self])
     }
 
     /// combineLatest over any number of properties, or `nil` if there are none.
     public static func combineLatest<S: Sequence>(_ properties: S) -> Property<[S.Element.Value]>?
     where S.Element: PropertyProtocol {
-        let producers = properties.map(\.producer)
-        return producers.isEmpty ? nil : Property(_unsafeProducer: SignalProducer.combineLatest(producers))
+        let properties = Array(properties)
+        guard !properties.isEmpty else { return nil }
+        return Property(_unsafeProducer: SignalProducer.combineLatest(properties.map(\.producer)), sources: properties)
     }
 
     /// combineLatest over any number of properties; `emptySentinel` if there are none.
@@ -56,8 +57,9 @@ extension PropertyProtocol {
 
     /// zip over any number of properties, or `nil` if there are none.
     public static func zip<S: Sequence>(_ properties: S) -> Property<[S.Element.Value]>? where S.Element: PropertyProtocol {
-        let producers = properties.map(\.producer)
-        return producers.isEmpty ? nil : Property(_unsafeProducer: SignalProducer.zip(producers))
+        let properties = Array(properties)
+        guard !properties.isEmpty else { return nil }
+        return Property(_unsafeProducer: SignalProducer.zip(properties.map(\.producer)), sources: properties)
     }
 
     /// zip over any number of properties; `emptySentinel` if there are none.
