@@ -1,0 +1,136 @@
+import Testing
+@testable import ReactiveLoop
+
+@Suite("Action")
+struct ActionTests {
+    @Test func applyRunsTheWorkAndForwardsItsEventsEverywhere() {
+        let action = Action<Int, String, TestError> { input in SignalProducer(value: "\(input)") }
+        let values = Recorder<String, Never>()
+        let events = Recorder<Signal<String, TestError>.Event, Never>()
+        let completed = Box(0)
+        action.values.observe(values.observer)
+        action.events.observe(events.observer)
+        action.completed.observeValues { completed.modify { $0 += 1 } }
+        let run = Recorder<String, ActionError<TestError>>()
+        action.apply(4).start(run.observer)
+        #expect(run.events == [.value("4"), .completed])
+        #expect(values.values == ["4"])
+        #expect(events.values == [.value("4"), .completed])
+        #expect(completed.value == 1)
+    }
+
+    @Test func failuresArriveAsProducerFailedAndOnErrors() {
+        let action = Action<Void, Int, TestError> { SignalProducer(error: TestError(code: 5)) }
+        let errors = Recorder<TestError, Never>()
+        action.errors.observe(errors.observer)
+        let run = Recorder<Int, ActionError<TestError>>()
+        action.apply().start(run.observer)
+        #expect(run.events == [.failed(.producerFailed(TestError(code: 5)))])
+        #expect(errors.values == [TestError(code: 5)])
+    }
+
+    @Test func applyingWhileExecutingFailsWithDisabled() {
+        let (signal, input) = Signal<Int, TestError>.pipe()
+        let action = Action<Void, Int, TestError> { SignalProducer(signal) }
+        let executing = Recorder<Bool, Never>()
+        action.isExecuting.producer.start(executing.observer)
+        let disabledErrors = Box(0)
+        action.disabledErrors.observeValues { disabledErrors.modify { $0 += 1 } }
+        let first = Recorder<Int, ActionError<TestError>>()
+        action.apply().start(first.observer)
+        #expect(action.isExecuting.value)
+        #expect(!action.isEnabled.value)
+        let second = Recorder<Int, ActionError<TestError>>()
+        action.apply().start(second.observer)
+        #expect(second.events == [.failed(.disabled)])
+        #expect(disabledErrors.value == 1)
+        input.send(value: 1)
+        input.sendCompleted()
+        #expect(first.events == [.value(1), .completed])
+        #expect(!action.isExecuting.value)
+        #expect(action.isEnabled.value)
+        #expect(executing.values == [false, true, false])
+    }
+
+    @Test func enabledIfAndStateDriveEnablednessAndInput() {
+        let enabled = MutableProperty(false)
+        let action = Action<Int, Int, Never>(enabledIf: enabled) { SignalProducer(value: $0) }
+        let run = Recorder<Int, ActionError<Never>>()
+        action.apply(1).start(run.observer)
+        #expect(run.events.count == 1)
+        #expect(!action.isEnabled.value)
+        enabled.value = true
+        #expect(action.isEnabled.value)
+        action.apply(2).start(run.observer)
+        #expect(run.values == [2])
+
+        let state = MutableProperty(10)
+        let stateful = Action<Int, Int, Never>(state: state, enabledIf: { $0 > 0 }) { state, input in
+            SignalProducer(value: state + input)
+        }
+        let result = Recorder<Int, ActionError<Never>>()
+        stateful.apply(1).start(result.observer)
+        state.value = 20
+        stateful.apply(2).start(result.observer)
+        state.value = 0
+        #expect(!stateful.isEnabled.value)
+        stateful.apply(3).start(result.observer)
+        #expect(result.values == [11, 22])
+        #expect(result.events.last.map { "\($0)" } == "FAILED disabled")
+
+        let plainState = Action<Int, Int, Never>(state: state) { state, input in SignalProducer(value: state - input) }
+        let plain = Recorder<Int, ActionError<Never>>()
+        plainState.apply(1).start(plain.observer)
+        #expect(plain.values == [-1])
+
+        let voidState = Action<Void, String, Never>(state: Property(value: "s")) { (value: String) in
+            SignalProducer(value: value + "!")
+        }
+        let voidRun = Recorder<String, ActionError<Never>>()
+        voidState.apply().start(voidRun.observer)
+        #expect(voidRun.values == ["s!"])
+    }
+
+    @Test func completionHandlerCanApplyTheActionAgain() {
+        let runs = Box(0)
+        let action = Action<Void, Int, Never> { SignalProducer(value: 1) }
+        action.apply().startWithCompleted {
+            runs.modify { $0 += 1 }
+            action.apply().startWithCompleted { runs.modify { $0 += 1 } }
+        }
+        #expect(runs.value == 2)
+    }
+
+    @Test func disposingARunInterruptsTheExecution() {
+        let interrupted = Box(false)
+        let action = Action<Void, Int, Never> { SignalProducer.never.on(interrupted: { interrupted.value = true }) }
+        let disposable = action.apply().start()
+        #expect(action.isExecuting.value)
+        disposable.dispose()
+        #expect(interrupted.value)
+        #expect(!action.isExecuting.value)
+    }
+
+    @Test func bindingTargetAppliesTheAction() {
+        let action = Action<Int, Int, Never> { SignalProducer(value: $0 * 2) }
+        let values = Recorder<Int, Never>()
+        action.values.observe(values.observer)
+        let (signal, input) = Signal<Int, Never>.pipe()
+        action <~ signal
+        input.send(value: 3)
+        #expect(values.values == [6])
+    }
+
+    @Test func actionErrorEquality() {
+        #expect(ActionError<TestError>.disabled == .disabled)
+        #expect(ActionError<TestError>.producerFailed(TestError(code: 1)) != .producerFailed(TestError(code: 2)))
+    }
+
+    @Test func releasingTheActionCompletesItsSignals() {
+        let completed = Box(false)
+        var action: Action<Void, Int, Never>? = Action { SignalProducer(value: 1) }
+        action!.values.observeCompleted { completed.value = true }
+        action = nil
+        #expect(completed.value)
+    }
+}
