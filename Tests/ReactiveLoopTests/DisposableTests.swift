@@ -1,0 +1,123 @@
+import Testing
+@testable import ReactiveLoop
+
+@Suite("Disposables")
+struct DisposableTests {
+    @Test func anyDisposableRunsItsActionOnce() {
+        var runs = 0
+        let disposable = AnyDisposable { runs += 1 }
+        #expect(!disposable.isDisposed)
+        disposable.dispose()
+        disposable.dispose()
+        #expect(runs == 1)
+        #expect(disposable.isDisposed)
+        let plain = AnyDisposable()
+        plain.dispose()
+        #expect(plain.isDisposed)
+        let wrapped = AnyDisposable(plain)
+        wrapped.dispose()
+        #expect(wrapped.isDisposed)
+    }
+
+    @Test func anyDisposableRunsOnceUnderConcurrentDisposal() {
+        let runs = Box(0)
+        for _ in 0..<200 {
+            let disposable = AnyDisposable { runs.modify { $0 += 1 } }
+            DispatchQueueShim.concurrentPerform(iterations: 4) { _ in disposable.dispose() }
+        }
+        #expect(runs.value == 200)
+    }
+
+    @Test func compositeDisposesMembersInOrderAndLateAdditionsAtOnce() {
+        var log: [Int] = []
+        let composite = CompositeDisposable()
+        composite += { log.append(1) }
+        composite += AnyDisposable { log.append(2) }
+        let removed = composite.add { log.append(3) }
+        removed?.dispose()
+        #expect(composite.add(nil as (any Disposable)?) == nil)
+        composite.dispose()
+        #expect(log == [1, 2])
+        #expect(composite.isDisposed)
+        #expect(composite.add { log.append(4) } == nil)
+        #expect(log == [1, 2, 4])
+        let fromSequence = CompositeDisposable([AnyDisposable { log.append(5) }, nil])
+        fromSequence.dispose()
+        let fromDisposables = CompositeDisposable([AnyDisposable { log.append(6) }] as [any Disposable])
+        fromDisposables.dispose()
+        #expect(log == [1, 2, 4, 5, 6])
+    }
+
+    @Test func serialDisposableDisposesReplacedAndLateInners() {
+        let first = AnyDisposable()
+        let serial = SerialDisposable(first)
+        #expect(serial.inner === first)
+        let second = AnyDisposable()
+        serial.inner = second
+        #expect(first.isDisposed)
+        #expect(!second.isDisposed)
+        serial.dispose()
+        #expect(second.isDisposed)
+        #expect(serial.isDisposed)
+        let third = AnyDisposable()
+        serial.inner = third
+        #expect(third.isDisposed)
+    }
+
+    @Test func scopedDisposableDisposesWhenReleased() {
+        let inner = AnyDisposable()
+        do { _ = ScopedDisposable(inner) }
+        #expect(inner.isDisposed)
+        let composite = ScopedDisposable(CompositeDisposable())
+        var ran = 0
+        composite += { ran += 1 }
+        composite += AnyDisposable { ran += 1 }
+        composite.dispose()
+        #expect(ran == 2)
+        #expect(composite.isDisposed)
+        let erased = ScopedDisposable(AnyDisposable() as any Disposable)
+        erased.dispose()
+        #expect(erased.isDisposed)
+        let serial = ScopedDisposable(SerialDisposable())
+        let member = AnyDisposable()
+        serial.inner = member
+        #expect(serial.inner === member)
+    }
+}
+
+@Suite("Lifetime")
+struct LifetimeTests {
+    @Test func tokenEndsTheLifetimeWhenDisposedOrReleased() {
+        var log: [String] = []
+        var token: Lifetime.Token? = Lifetime.Token()
+        let lifetime = Lifetime(token!)
+        lifetime.observeEnded { log.append("ended") }
+        lifetime += AnyDisposable { log.append("disposed") }
+        #expect(!lifetime.hasEnded)
+        token = nil
+        #expect(lifetime.hasEnded)
+        #expect(log == ["ended", "disposed"])
+        let (made, madeToken) = Lifetime.make()
+        madeToken.dispose()
+        #expect(made.hasEnded)
+    }
+
+    @Test func observingAnEndedLifetimeRunsAtOnce() {
+        var ran = false
+        #expect(Lifetime.empty.observeEnded { ran = true } == nil)
+        #expect(ran)
+        let disposable = AnyDisposable()
+        Lifetime.empty += disposable
+        #expect(disposable.isDisposed)
+    }
+
+    @Test func endedSignalCompletesWhenTheLifetimeEnds() {
+        let (lifetime, token) = Lifetime.make()
+        var completed = 0
+        lifetime.ended.observeCompleted { completed += 1 }
+        token.dispose()
+        #expect(completed == 1)
+        Lifetime.empty.ended.observe { event in if event.isTerminating { completed += 1 } }
+        #expect(completed == 2)
+    }
+}
