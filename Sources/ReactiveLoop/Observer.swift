@@ -10,21 +10,28 @@ extension Signal {
         public typealias Action = (Signal<Value, Error>.Event) -> Void
 
         @usableFromInline let action: Action
-        @usableFromInline let interruptsOnDeinit: Bool
+        /// The signal core this observer is the input of, if any: `send` calls it directly,
+        /// saving an indirect call per event. Such an input interrupts its signal when released.
+        /// `action` holds the core strongly; this reference is unowned so that a send does not
+        /// retain the core (whose refcount goes through a side table, as it is weakly referenced).
+        @usableFromInline let core: Unmanaged<_SignalCore<Value, Error>>?
 
         /// Creates an observer that calls `action` with every event it is sent.
+        @inlinable
         public init(_ action: @escaping Action) {
             self.action = action
-            self.interruptsOnDeinit = false
+            self.core = nil
         }
 
-        @usableFromInline
-        init(action: @escaping Action, interruptsOnDeinit: Bool) {
-            self.action = action
-            self.interruptsOnDeinit = interruptsOnDeinit
+        /// The input observer of `core`.
+        @inlinable
+        init(inputOf core: _SignalCore<Value, Error>) {
+            self.action = { [core] event in core.send(event) }
+            self.core = Unmanaged.passUnretained(core)
         }
 
         /// Creates an observer from one optional closure per kind of event.
+        @inlinable
         public convenience init(
             value: ((Value) -> Void)? = nil,
             failed: ((Error) -> Void)? = nil,
@@ -42,37 +49,41 @@ extension Signal {
         }
 
         deinit {
-            if interruptsOnDeinit { action(.interrupted) }
+            core?._withUnsafeGuaranteedRef { $0.send(.interrupted) }
         }
 
         /// Sends an event to this observer.
         @inlinable
         public func send(_ event: Signal<Value, Error>.Event) {
-            action(event)
+            if let core {
+                core._withUnsafeGuaranteedRef { $0.send(event) }
+            } else {
+                action(event)
+            }
         }
 
         /// Sends a `value` event.
         @inlinable
         public func send(value: Value) {
-            action(.value(value))
+            send(.value(value))
         }
 
         /// Sends a `failed` event, which ends the stream.
         @inlinable
         public func send(error: Error) {
-            action(.failed(error))
+            send(.failed(error))
         }
 
         /// Sends a `completed` event, which ends the stream.
         @inlinable
         public func sendCompleted() {
-            action(.completed)
+            send(.completed)
         }
 
         /// Sends an `interrupted` event, which ends the stream.
         @inlinable
         public func sendInterrupted() {
-            action(.interrupted)
+            send(.interrupted)
         }
     }
 }

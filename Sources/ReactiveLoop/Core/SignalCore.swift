@@ -23,20 +23,20 @@ public enum _SignalCoreKind: UInt8, Sendable {
 /// Serial, reentrancy-safe delivery of events to a set of observers.
 ///
 /// ## How it works
-/// Exactly one thread at a time owns delivery (`owner` holds its thread id). A sender takes
-/// ownership with one CAS, delivers, and gives it back; that is the whole uncontended path.
+/// Exactly one thread at a time owns delivery. `state` holds the owner (its thread id, shifted
+/// left by 3) and three flags in its low bits. A sender takes ownership with one CAS
+/// (`0 -> owner`), delivers, and gives ownership back with one CAS (`owner -> 0`); that is the
+/// whole uncontended path. The release CAS fails only if somebody raised a flag meanwhile, and
+/// then the owner deals with it before leaving:
 /// - Reentrant sends (the owner sending again from inside a callout) are queued in `queue`
 ///   and delivered, in order, before the outermost `send` returns.
-/// - Contended value sends wait on `stateLock`'s condition until ownership is free, so `send`
-///   still returns only after its event was delivered.
-/// - Contended terminal events are posted to the mailbox and delivered by the current owner
+/// - Contended value sends raise `flagWaiters` and wait on `stateLock`'s condition until
+///   ownership is free, so `send` still returns only after its event was delivered.
+/// - Contended terminal events are posted (`flagTerminal`) and delivered by the current owner
 ///   right after its current event; they never block, so disposing from any thread is safe.
 /// - `observe` and disposal never touch the observer array directly: they post additions and
-///   removals under `stateLock` and set a mailbox bit; the owner applies them before its next
-///   event. If nobody owns delivery, the caller takes ownership and applies them itself.
-///
-/// The owner checks the mailbox (one atomic load) before each event and after giving
-/// ownership back, so nothing posted is ever left behind.
+///   removals under `stateLock` and raise `flagRegistrations`; the owner applies them before
+///   its next event. If nobody owns delivery, the caller takes ownership and applies them.
 @usableFromInline
 final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline typealias Event = Signal<Value, Error>.Event
@@ -45,34 +45,54 @@ final class _SignalCore<Value, Error: Swift.Error> {
     /// One observer registration.
     @usableFromInline
     final class Subscription {
+        /// The observer's action, held directly to save a hop on every event.
+        @usableFromInline let action: Observer.Action
         @usableFromInline let observer: Observer
         @usableFromInline let isDisposed = Atomic<Bool>(false)
 
         @usableFromInline
-        init(_ observer: Observer) { self.observer = observer }
+        init(_ observer: Observer) {
+            self.observer = observer
+            self.action = observer.action
+        }
     }
 
-    @usableFromInline static var registrationsPending: Int { 1 }
-    @usableFromInline static var terminalPosted: Int { 2 }
-    @usableFromInline static var oneWaiter: Int { 4 }
+    @usableFromInline static var flagRegistrations: UInt { 1 }
+    @usableFromInline static var flagTerminal: UInt { 2 }
+    @usableFromInline static var flagWaiters: UInt { 4 }
+    @usableFromInline static var flags: UInt { 7 }
 
-    /// Thread id of the delivering thread, or 0.
-    @usableFromInline let owner = Atomic<UInt>(0)
-    /// Bit 0: registrations pending; bit 1: a terminal event posted; bits 2...: blocked senders.
-    @usableFromInline let mailbox = Atomic<Int>(0)
+    /// The owner of delivery (`ownerBits(threadID)`, or 0) and the flags.
+    @usableFromInline let state = Atomic<UInt>(0)
     @usableFromInline let usesLocks: Bool
     /// Held for the whole delivery in the `locked` kind only.
     @usableFromInline let sendLock: _Lock?
     @usableFromInline let stateLock = _Lock()
 
-    // Confined to the owner of delivery.
-    @usableFromInline var observers: ContiguousArray<Subscription> = []
-    // Confined to the owner of delivery.
-    @usableFromInline var queue: ContiguousArray<Event> = []
-    // Confined to the owner of delivery.
-    @usableFromInline var queueHead = 0
-    // Written by the owner while holding stateLock; read by the owner, or under stateLock.
-    @usableFromInline var isTerminated = false
+    /// What the owner of delivery works with on every event.
+    @usableFromInline
+    struct DeliveryState {
+        // Confined to the owner of delivery. Owns the subscriptions.
+        @usableFromInline var observers: ContiguousArray<Subscription> = [] {
+            didSet { unretained = ContiguousArray(observers.lazy.map(Unmanaged.passUnretained)) }
+        }
+        // Confined to the owner of delivery. The same subscriptions, iterated on every event
+        // without a retain and release of each (`observers` keeps them alive).
+        @usableFromInline var unretained: ContiguousArray<Unmanaged<Subscription>> = []
+        // Confined to the owner of delivery. Reentrant events, oldest first from `queueHead`.
+        @usableFromInline var queue: ContiguousArray<Event> = []
+        // Confined to the owner of delivery.
+        @usableFromInline var queueHead = 0
+        // Written by the owner while holding stateLock; read by the owner, or under stateLock.
+        @usableFromInline var isTerminated = false
+
+        @usableFromInline init() {}
+    }
+
+    /// The delivery state lives behind a pointer allocated once per core: a class's stored
+    /// `var` costs a dynamic exclusivity check on every access, several per send, while the
+    /// ownership protocol already guarantees exclusive access.
+    @usableFromInline let delivery: UnsafeMutablePointer<DeliveryState>
 
     // Protected by stateLock.
     @usableFromInline var pendingAdds: [Subscription] = []
@@ -80,6 +100,8 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline var pendingRemovals: [Subscription] = []
     // Protected by stateLock.
     @usableFromInline var postedTerminal: Event?
+    // Protected by stateLock.
+    @usableFromInline var waiterCount = 0
     // Protected by stateLock.
     @usableFromInline var observerCount = 0
     // Protected by stateLock. False once the `Signal` object was released.
@@ -97,6 +119,105 @@ final class _SignalCore<Value, Error: Swift.Error> {
     init(kind: _SignalCoreKind) {
         usesLocks = kind == .locked
         sendLock = usesLocks ? _Lock() : nil
+        delivery = .allocate(capacity: 1)
+        delivery.initialize(to: DeliveryState())
+    }
+
+    deinit {
+        delivery.deinitialize(count: 1)
+        delivery.deallocate()
+    }
+
+    // MARK: Ownership
+
+    /// The owner value of thread `me` (thread ids are pointers, far below 2^61).
+    @inlinable
+    static func ownerBits(_ me: UInt) -> UInt { me &<< 3 }
+
+    @inlinable
+    func isOwner(_ me: UInt) -> Bool {
+        state.load(ordering: .relaxed) & ~Self.flags == Self.ownerBits(me)
+    }
+
+    @inlinable
+    func tryAcquire(_ me: UInt) -> Bool {
+        if _slowPath(usesLocks) {
+            guard sendLock.unsafelyUnwrapped.tryLock() else { return false }
+            state.bitwiseOr(Self.ownerBits(me), ordering: .sequentiallyConsistent)
+            return true
+        }
+        if _fastPath(state.compareExchange(expected: 0, desired: Self.ownerBits(me), ordering: .acquiring).exchanged) {
+            return true
+        }
+        return tryAcquireWithFlags(me)
+    }
+
+    /// Takes ownership if nobody has it, keeping whatever flags are raised.
+    @usableFromInline
+    func tryAcquireWithFlags(_ me: UInt) -> Bool {
+        var current = state.load(ordering: .relaxed)
+        while current & ~Self.flags == 0 {
+            let (exchanged, original) = state.compareExchange(
+                expected: current, desired: current | Self.ownerBits(me), ordering: .sequentiallyConsistent)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    @usableFromInline
+    func acquireBlocking(_ me: UInt) {
+        if usesLocks {
+            sendLock.unsafelyUnwrapped.lock()
+            state.bitwiseOr(Self.ownerBits(me), ordering: .sequentiallyConsistent)
+            return
+        }
+        stateLock.lock()
+        waiterCount += 1
+        state.bitwiseOr(Self.flagWaiters, ordering: .sequentiallyConsistent)
+        // The owner's release sees the flag, so it broadcasts after we wait: no lost wakeup.
+        while !tryAcquireWithFlags(me) {
+            stateLock.wait()
+        }
+        waiterCount -= 1
+        if waiterCount == 0 { state.bitwiseAnd(~Self.flagWaiters, ordering: .sequentiallyConsistent) }
+        stateLock.unlock()
+    }
+
+    /// Gives ownership back after draining the reentrant queue and anything flagged.
+    @inlinable
+    func release(_ me: UInt) {
+        while true {
+            if _slowPath(delivery.pointee.queueHead < delivery.pointee.queue.count) { drainQueue() }
+            if _slowPath(usesLocks) {
+                state.bitwiseAnd(Self.flags, ordering: .sequentiallyConsistent)
+                sendLock.unsafelyUnwrapped.unlock()
+                return
+            }
+            if _fastPath(state.compareExchange(expected: Self.ownerBits(me), desired: 0, ordering: .releasing).exchanged) {
+                return
+            }
+            guard releaseWithFlags(me) else { return }
+        }
+    }
+
+    /// Handles raised flags at release. Returns `true` if the caller still owns delivery and
+    /// must try to release again.
+    @usableFromInline
+    func releaseWithFlags(_ me: UInt) -> Bool {
+        if state.load(ordering: .acquiring) & (Self.flagRegistrations | Self.flagTerminal) != 0 {
+            processMailbox()
+            return true
+        }
+        // Only waiters: give ownership up, keeping the flags, and wake them.
+        let after = state.bitwiseAnd(Self.flags, ordering: .sequentiallyConsistent).newValue
+        stateLock.withLock { stateLock.broadcast() }
+        // Something posted between our check and the release: take it back if still free.
+        if after & (Self.flagRegistrations | Self.flagTerminal) != 0 && tryAcquire(me) {
+            processMailbox()
+            return true
+        }
+        return false
     }
 
     // MARK: Sending
@@ -115,7 +236,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     @usableFromInline
     func sendSlow(_ event: Event, _ me: UInt) {
-        if owner.load(ordering: .relaxed) == me {
+        if isOwner(me) {
             enqueue(event)
         } else if event.isTerminating && !usesLocks {
             post(event, me)
@@ -132,7 +253,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     func beginExclusive() -> Bool {
         let me = _currentThreadID()
         if _fastPath(tryAcquire(me)) { return true }
-        if owner.load(ordering: .relaxed) == me { return false }
+        if isOwner(me) { return false }
         acquireBlocking(me)
         return true
     }
@@ -148,67 +269,12 @@ final class _SignalCore<Value, Error: Swift.Error> {
         }
     }
 
-    @inlinable
-    func tryAcquire(_ me: UInt) -> Bool {
-        if _slowPath(usesLocks) {
-            guard sendLock.unsafelyUnwrapped.tryLock() else { return false }
-            owner.store(me, ordering: .relaxed)
-            return true
-        }
-        return owner.compareExchange(expected: 0, desired: me, ordering: .acquiring).exchanged
-    }
-
-    @usableFromInline
-    func acquireBlocking(_ me: UInt) {
-        if usesLocks {
-            sendLock.unsafelyUnwrapped.lock()
-            owner.store(me, ordering: .relaxed)
-            return
-        }
-        stateLock.lock()
-        mailbox.wrappingAdd(Self.oneWaiter, ordering: .sequentiallyConsistent)
-        while !owner.compareExchange(expected: 0, desired: me, ordering: .sequentiallyConsistent).exchanged {
-            stateLock.wait()
-        }
-        mailbox.wrappingSubtract(Self.oneWaiter, ordering: .sequentiallyConsistent)
-        stateLock.unlock()
-    }
-
-    /// Gives ownership back after draining the reentrant queue, then serves the mailbox.
-    @inlinable
-    func release(_ me: UInt) {
-        while true {
-            if _slowPath(queueHead < queue.count) { drainQueue() }
-            if _slowPath(usesLocks) {
-                owner.store(0, ordering: .relaxed)
-                sendLock.unsafelyUnwrapped.unlock()
-                return
-            }
-            owner.store(0, ordering: .sequentiallyConsistent)
-            let mail = mailbox.load(ordering: .sequentiallyConsistent)
-            if _fastPath(mail == 0) { return }
-            guard serveMailboxAfterRelease(mail, me) else { return }
-        }
-    }
-
-    /// Wakes blocked senders and, if work was posted, takes ownership back to do it.
-    /// Returns `true` if the caller owns delivery again and must release it again.
-    @usableFromInline
-    func serveMailboxAfterRelease(_ mail: Int, _ me: UInt) -> Bool {
-        if mail >= Self.oneWaiter {
-            stateLock.withLock { stateLock.broadcast() }
-        }
-        guard mail & (Self.registrationsPending | Self.terminalPosted) != 0, tryAcquire(me) else { return false }
-        processMailbox()
-        return true
-    }
-
     @usableFromInline
     func post(_ event: Event, _ me: UInt) {
         stateLock.withLock {
-            if postedTerminal == nil && !isTerminated {
+            if postedTerminal == nil && !delivery.pointee.isTerminated {
                 postedTerminal = event
-                mailbox.bitwiseOr(Self.terminalPosted, ordering: .sequentiallyConsistent)
+                state.bitwiseOr(Self.flagTerminal, ordering: .sequentiallyConsistent)
             }
         }
         // If the owner released before seeing the post, deliver it ourselves.
@@ -220,32 +286,35 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     @usableFromInline
     func enqueue(_ event: Event) {
-        queue.append(event)
+        delivery.pointee.queue.append(event)
     }
 
     @usableFromInline
     func drainQueue() {
-        while queueHead < queue.count {
-            let event = queue[queueHead]
-            queueHead += 1
+        while delivery.pointee.queueHead < delivery.pointee.queue.count {
+            let event = delivery.pointee.queue[delivery.pointee.queueHead]
+            delivery.pointee.queueHead += 1
             deliver(event)
         }
-        queue.removeAll(keepingCapacity: true)
-        queueHead = 0
+        delivery.pointee.queue.removeAll(keepingCapacity: true)
+        delivery.pointee.queueHead = 0
     }
 
     // MARK: Delivering (owner only)
 
     @inlinable
     func deliver(_ event: Event) {
-        if _slowPath(usesLocks || mailbox.load(ordering: .acquiring) & 3 != 0) { processMailbox() }
-        if _slowPath(isTerminated) { return }
+        let pending = Self.flagRegistrations | Self.flagTerminal
+        if _slowPath(usesLocks || state.load(ordering: .acquiring) & pending != 0) { processMailbox() }
+        if _slowPath(delivery.pointee.isTerminated) { return }
         guard case .value = event else {
             deliverTerminal(event)
             return
         }
-        for subscription in observers where !subscription.isDisposed.load(ordering: .relaxed) {
-            subscription.observer.action(event)
+        for subscription in delivery.pointee.unretained {
+            subscription._withUnsafeGuaranteedRef { subscription in
+                if !subscription.isDisposed.load(ordering: .relaxed) { subscription.action(event) }
+            }
         }
     }
 
@@ -266,7 +335,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
             pendingAdds = []
             pendingRemovals = []
             postedTerminal = nil
-            mailbox.bitwiseAnd(~(Self.registrationsPending | Self.terminalPosted), ordering: .sequentiallyConsistent)
+            state.bitwiseAnd(~(Self.flagRegistrations | Self.flagTerminal), ordering: .sequentiallyConsistent)
         }
         return (pendingAdds, pendingRemovals, postedTerminal)
     }
@@ -274,16 +343,16 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline
     func apply(_ adds: [Subscription], _ removals: [Subscription]) {
         if !removals.isEmpty {
-            observers.removeAll { subscription in removals.contains { $0 === subscription } }
+            delivery.pointee.observers.removeAll { subscription in removals.contains { $0 === subscription } }
         }
-        observers.append(contentsOf: adds)
+        delivery.pointee.observers.append(contentsOf: adds)
     }
 
     @usableFromInline
     func deliverTerminal(_ event: Event) {
-        guard !isTerminated else { return }
+        guard !delivery.pointee.isTerminated else { return }
         stateLock.lock()
-        isTerminated = true
+        delivery.pointee.isTerminated = true
         let (adds, removals, _) = takePostedLocked()
         observerCount = 0
         let resources = self.resources
@@ -291,8 +360,8 @@ final class _SignalCore<Value, Error: Swift.Error> {
         stateLock.unlock()
 
         apply(adds, removals)
-        let finalObservers = observers
-        observers = []
+        let finalObservers = delivery.pointee.observers
+        delivery.pointee.observers = []
         for subscription in finalObservers where !subscription.isDisposed.load(ordering: .relaxed) {
             subscription.observer.action(event)
         }
@@ -310,10 +379,10 @@ final class _SignalCore<Value, Error: Swift.Error> {
     func observe(_ observer: Observer) -> (any Disposable)? {
         let subscription = Subscription(observer)
         let accepted: Bool = stateLock.withLock {
-            if isTerminated { return false }
+            if delivery.pointee.isTerminated { return false }
             pendingAdds.append(subscription)
             observerCount += 1
-            mailbox.bitwiseOr(Self.registrationsPending, ordering: .sequentiallyConsistent)
+            state.bitwiseOr(Self.flagRegistrations, ordering: .sequentiallyConsistent)
             return true
         }
         guard accepted else {
@@ -328,12 +397,12 @@ final class _SignalCore<Value, Error: Swift.Error> {
     func remove(_ subscription: Subscription) {
         subscription.isDisposed.store(true, ordering: .releasing)
         let shouldEnd: Bool = stateLock.withLock {
-            if isTerminated { return false }
+            if delivery.pointee.isTerminated { return false }
             if let index = pendingAdds.firstIndex(where: { $0 === subscription }) {
                 pendingAdds.remove(at: index)
             } else {
                 pendingRemovals.append(subscription)
-                mailbox.bitwiseOr(Self.registrationsPending, ordering: .sequentiallyConsistent)
+                state.bitwiseOr(Self.flagRegistrations, ordering: .sequentiallyConsistent)
             }
             observerCount -= 1
             return observerCount == 0 && !isReferenced
@@ -357,7 +426,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     func signalReleased() {
         let shouldEnd: Bool = stateLock.withLock {
             isReferenced = false
-            return observerCount == 0 && !isTerminated
+            return observerCount == 0 && !delivery.pointee.isTerminated
         }
         if shouldEnd { send(.interrupted) }
     }
@@ -366,7 +435,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline
     func setResources(_ disposable: any Disposable) {
         let alreadyTerminated: Bool = stateLock.withLock {
-            if isTerminated { return true }
+            if delivery.pointee.isTerminated { return true }
             resources = disposable
             return false
         }
@@ -377,7 +446,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     /// before terminating it.
     @inlinable
     func makeInput() -> Observer {
-        Observer(action: { [self] event in self.send(event) }, interruptsOnDeinit: true)
+        Observer(inputOf: self)
     }
 }
 

@@ -1,0 +1,168 @@
+// ReactiveLoop core benchmarks: the lock-free core against the lock-based reference core and
+// against OpenCombine, side by side in one run. Run from this folder:
+//
+//   swift package --allow-writing-to-package-directory benchmark
+//
+// Each benchmark performs `scaledIterations` operations (1M or 100k); the table reports time
+// per operation and mallocs per operation.
+
+import Benchmark
+import Dispatch
+import OpenCombine
+@_spi(Testing) import ReactiveLoop
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .mallocCountTotal],
+        scalingFactor: .mega,
+        maxDuration: .seconds(3),
+        maxIterations: 20
+    )
+
+    // MARK: Baselines
+
+    Benchmark("Baseline: plain closure call") { benchmark in
+        var sum = 0
+        let closure: (Int) -> Void = { sum &+= $0 }
+        let call = identity(closure)
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations { call(index) }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+    }
+
+    Benchmark("Baseline: 5 closures called directly") { benchmark in
+        var sum = 0
+        let stages: [(Int) -> Int] = identity([{ $0 &+ 1 }, { $0 &* 3 }, { $0 &- 2 }, { $0 ^ 5 }, { $0 &+ 7 }])
+        let (f1, f2, f3, f4, f5) = (stages[0], stages[1], stages[2], stages[3], stages[4])
+        let sink: (Int) -> Void = identity { sum &+= $0 }
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations { sink(f5(f4(f3(f2(f1(index)))))) }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+    }
+
+    for kind in [_SignalCoreKind.lockFree, .locked] {
+        let name = kind == .lockFree ? "lock-free" : "locked"
+
+        Benchmark("Send to 1 observer (\(name))") { benchmark in
+            let input = makePipe(kind: kind, observers: 1)
+            benchmark.startMeasurement()
+            for index in benchmark.scaledIterations { input.send(value: index) }
+            benchmark.stopMeasurement()
+        }
+
+        Benchmark("Send to 10 observers (\(name))") { benchmark in
+            let input = makePipe(kind: kind, observers: 10)
+            benchmark.startMeasurement()
+            for index in benchmark.scaledIterations { input.send(value: index) }
+            benchmark.stopMeasurement()
+        }
+
+        Benchmark("Chain of 5 map/filter (\(name))") { benchmark in
+            var sum = 0
+            let (signal, input) = withKind(kind) { Signal<Int, Never>.pipe() }
+            let first = signal.map { (value: Int) -> Int in value &+ 1 }.filter { (value: Int) -> Bool in value != -1 }
+            let second = first.map { (value: Int) -> Int in value &* 3 }.filter { (value: Int) -> Bool in value != -2 }
+            second.map { (value: Int) -> Int in value &- 2 }.observeValues { sum &+= $0 }
+            benchmark.startMeasurement()
+            for index in benchmark.scaledIterations { input.send(value: index) }
+            benchmark.stopMeasurement()
+            blackHole(sum)
+        }
+
+        Benchmark("SignalProducer(value:) start (\(name))", configuration: .init(scalingFactor: .kilo)) { benchmark in
+            var sum = 0
+            withKind(kind) {
+                benchmark.startMeasurement()
+                for index in benchmark.scaledIterations {
+                    SignalProducer<Int, Never>(value: index).startWithValues { sum &+= $0 }
+                }
+                benchmark.stopMeasurement()
+            }
+            blackHole(sum)
+        }
+
+        Benchmark("SignalProducer start handler (\(name))", configuration: .init(scalingFactor: .kilo)) { benchmark in
+            var sum = 0
+            let producer = SignalProducer<Int, Never> { observer, _ in
+                observer.send(value: 1)
+                observer.sendCompleted()
+            }
+            withKind(kind) {
+                benchmark.startMeasurement()
+                for _ in benchmark.scaledIterations { producer.startWithValues { sum &+= $0 } }
+                benchmark.stopMeasurement()
+            }
+            blackHole(sum)
+        }
+
+        Benchmark("MutableProperty set, 1 observer (\(name))") { benchmark in
+            var sum = 0
+            let property = withKind(kind) { MutableProperty(0) }
+            property.signal.observeValues { sum &+= $0 }
+            benchmark.startMeasurement()
+            for index in benchmark.scaledIterations { property.value = index }
+            benchmark.stopMeasurement()
+            blackHole(sum)
+        }
+
+        Benchmark("2 threads sending into one pipe (\(name))", configuration: .init(scalingFactor: .kilo)) {
+            benchmark in
+            let input = makePipe(kind: kind, observers: 1)
+            let perThread = benchmark.scaledIterations.count * 100
+            benchmark.startMeasurement()
+            DispatchQueue.concurrentPerform(iterations: 2) { thread in
+                for index in 0..<perThread { input.send(value: index &+ thread) }
+            }
+            benchmark.stopMeasurement()
+        }
+    }
+
+    // MARK: Peer
+
+    Benchmark("OpenCombine: send to 1 subscriber") { benchmark in
+        var sum = 0
+        let subject = PassthroughSubject<Int, Never>()
+        let subscription = subject.sink { sum &+= $0 }
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations { subject.send(index) }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+        subscription.cancel()
+    }
+
+    Benchmark("OpenCombine: chain of 5 map/filter") { benchmark in
+        var sum = 0
+        let subject = PassthroughSubject<Int, Never>()
+        let first = subject.map { (value: Int) -> Int in value &+ 1 }.filter { (value: Int) -> Bool in value != -1 }
+        let second = first.map { (value: Int) -> Int in value &* 3 }.filter { (value: Int) -> Bool in value != -2 }
+        let subscription = second.map { (value: Int) -> Int in value &- 2 }.sink { sum &+= $0 }
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations { subject.send(index) }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+        subscription.cancel()
+    }
+}
+
+/// A pipe on the given core kind with `observers` summing observers; returns its input.
+func makePipe(kind: _SignalCoreKind, observers: Int) -> Signal<Int, Never>.Observer {
+    let (signal, input) = withKind(kind) { Signal<Int, Never>.pipe() }
+    for _ in 0..<observers {
+        var sum = 0
+        signal.observeValues { sum &+= $0 }
+    }
+    return input
+}
+
+func withKind<R>(_ kind: _SignalCoreKind, _ body: () -> R) -> R {
+    let previous = _SignalCoreKind.current
+    _SignalCoreKind.current = kind
+    defer { _SignalCoreKind.current = previous }
+    return body()
+}
+
+/// Hides a value from the optimizer so that baselines are not folded away.
+@inline(never)
+func identity<T>(_ value: T) -> T { value }

@@ -1,0 +1,31 @@
+// swift-tools-version:6.1
+import Foundation
+import PackageDescription
+
+// The root package is a path dependency, identified by its folder's name, which differs between
+// checkouts (a CI clone is not named like a developer's folder): compute it from this file.
+let rootPackage = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .lastPathComponent
+
+let package = Package(
+    name: "ReactiveLoopBenchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "ReactiveLoopBenchmarks",
+            dependencies: [
+                .product(name: "ReactiveLoop", package: rootPackage),
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            path: "Benchmarks/ReactiveLoopBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v5)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    ]
+)
