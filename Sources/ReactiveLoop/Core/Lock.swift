@@ -12,27 +12,36 @@ import Darwin
 /// (observer registration, contended sends, disposables): on Linux `Mutex` parks on a
 /// priority-inheritance futex, which ThreadSanitizer does not model, so contended runs
 /// under `--sanitize=thread` report false races. The uncontended cost is the same single
-/// atomic exchange. The mutex is heap-allocated once, at creation, so it never moves.
+/// atomic exchange. The mutex (and the condition variable, for locks that wait) share one
+/// heap allocation made at creation, so they never move.
 @usableFromInline
 final class _Lock: @unchecked Sendable {  // Safe: every access goes through the pthread mutex.
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    @usableFromInline let condition: UnsafeMutablePointer<pthread_cond_t>
+    @usableFromInline let condition: UnsafeMutablePointer<pthread_cond_t>?
 
+    /// Creates a lock; `withCondition` adds a condition variable for `wait()` and `broadcast()`.
     @usableFromInline
-    init() {
-        mutex = .allocate(capacity: 1)
-        condition = .allocate(capacity: 1)
+    init(withCondition: Bool = false) {
+        let conditionOffset = MemoryLayout<pthread_mutex_t>.stride
+        let size = conditionOffset + (withCondition ? MemoryLayout<pthread_cond_t>.stride : 0)
+        let storage = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        mutex = storage.bindMemory(to: pthread_mutex_t.self, capacity: 1)
         let mutexResult = pthread_mutex_init(mutex, nil)
         precondition(mutexResult == 0, "_Lock.init: pthread_mutex_init failed with \(mutexResult)")
-        let conditionResult = pthread_cond_init(condition, nil)
-        precondition(conditionResult == 0, "_Lock.init: pthread_cond_init failed with \(conditionResult)")
+        if withCondition {
+            let condition = (storage + conditionOffset).bindMemory(to: pthread_cond_t.self, capacity: 1)
+            let conditionResult = pthread_cond_init(condition, nil)
+            precondition(conditionResult == 0, "_Lock.init: pthread_cond_init failed with \(conditionResult)")
+            self.condition = condition
+        } else {
+            condition = nil
+        }
     }
 
     deinit {
-        pthread_cond_destroy(condition)
+        if let condition { pthread_cond_destroy(condition) }
         pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
+        UnsafeMutableRawPointer(mutex).deallocate()
     }
 
     @inlinable
@@ -53,15 +62,17 @@ final class _Lock: @unchecked Sendable {  // Safe: every access goes through the
     }
 
     /// Blocks until `broadcast()`; the caller must hold the lock. Wakeups may be spurious.
+    /// - Precondition: the lock was created `withCondition`.
     @inlinable
     func wait() {
-        let result = pthread_cond_wait(condition, mutex)
+        let result = pthread_cond_wait(condition.unsafelyUnwrapped, mutex)
         assert(result == 0, "_Lock.wait: pthread_cond_wait failed with \(result)")
     }
 
+    /// Wakes every thread in `wait()`. - Precondition: the lock was created `withCondition`.
     @inlinable
     func broadcast() {
-        pthread_cond_broadcast(condition)
+        pthread_cond_broadcast(condition.unsafelyUnwrapped)
     }
 
     @inlinable

@@ -67,7 +67,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline let usesLocks: Bool
     /// Held for the whole delivery in the `locked` kind only.
     @usableFromInline let sendLock: _Lock?
-    @usableFromInline let stateLock = _Lock()
+    @usableFromInline let stateLock = _Lock(withCondition: true)
 
     /// What the owner of delivery works with on every event.
     @usableFromInline
@@ -342,10 +342,14 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     @usableFromInline
     func apply(_ adds: [Subscription], _ removals: [Subscription]) {
+        // Only touch `observers` when something changed: every change rebuilds `unretained`.
+        guard !adds.isEmpty || !removals.isEmpty else { return }
+        var observers = delivery.pointee.observers
         if !removals.isEmpty {
-            delivery.pointee.observers.removeAll { subscription in removals.contains { $0 === subscription } }
+            observers.removeAll { subscription in removals.contains { $0 === subscription } }
         }
-        delivery.pointee.observers.append(contentsOf: adds)
+        observers.append(contentsOf: adds)
+        delivery.pointee.observers = observers
     }
 
     @usableFromInline
