@@ -305,7 +305,16 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @inlinable
     func deliver(_ event: Event) {
         let pending = Self.flagRegistrations | Self.flagTerminal
-        if _slowPath(usesLocks || state.load(ordering: .acquiring) & pending != 0) { processMailbox() }
+        if _slowPath(usesLocks) {
+            // The reference core reads its observer state under the state lock on every
+            // event, as ReactiveSwift does.
+            stateLock.lock()
+            let flags = state.load(ordering: .relaxed)
+            stateLock.unlock()
+            if flags & pending != 0 { processMailbox() }
+        } else if _slowPath(state.load(ordering: .acquiring) & pending != 0) {
+            processMailbox()
+        }
         if _slowPath(delivery.pointee.isTerminated) { return }
         guard case .value = event else {
             deliverTerminal(event)
