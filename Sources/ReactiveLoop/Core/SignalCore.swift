@@ -72,13 +72,17 @@ final class _SignalCore<Value, Error: Swift.Error> {
     /// What the owner of delivery works with on every event.
     @usableFromInline
     struct DeliveryState {
-        // Confined to the owner of delivery. Owns the subscriptions.
-        @usableFromInline var observers: ContiguousArray<Subscription> = [] {
-            didSet { unretained = ContiguousArray(observers.lazy.map(Unmanaged.passUnretained)) }
-        }
+        // Confined to the owner of delivery. Owns the subscriptions; change it with `set(_:)`.
+        @usableFromInline private(set) var observers: ContiguousArray<Subscription> = []
         // Confined to the owner of delivery. The same subscriptions, iterated on every event
         // without a retain and release of each (`observers` keeps them alive).
-        @usableFromInline var unretained: ContiguousArray<Unmanaged<Subscription>> = []
+        @usableFromInline private(set) var unretained: ContiguousArray<Unmanaged<Subscription>> = []
+
+        @inlinable
+        mutating func set(_ newObservers: ContiguousArray<Subscription>) {
+            observers = newObservers
+            unretained = ContiguousArray(newObservers.lazy.map(Unmanaged.passUnretained))
+        }
         // Confined to the owner of delivery. Reentrant events, oldest first from `queueHead`.
         @usableFromInline var queue: ContiguousArray<Event> = []
         // Confined to the owner of delivery.
@@ -234,7 +238,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
         }
     }
 
-    @usableFromInline
+    @inlinable
     func sendSlow(_ event: Event, _ me: UInt) {
         if isOwner(me) {
             enqueue(event)
@@ -269,7 +273,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
         }
     }
 
-    @usableFromInline
+    @inlinable
     func post(_ event: Event, _ me: UInt) {
         stateLock.withLock {
             if postedTerminal == nil && !delivery.pointee.isTerminated {
@@ -284,12 +288,12 @@ final class _SignalCore<Value, Error: Swift.Error> {
         }
     }
 
-    @usableFromInline
+    @inlinable
     func enqueue(_ event: Event) {
         delivery.pointee.queue.append(event)
     }
 
-    @usableFromInline
+    @inlinable
     func drainQueue() {
         while delivery.pointee.queueHead < delivery.pointee.queue.count {
             let event = delivery.pointee.queue[delivery.pointee.queueHead]
@@ -328,7 +332,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     }
 
     /// Applies posted registrations and delivers a posted terminal event.
-    @usableFromInline
+    @inlinable
     func processMailbox() {
         stateLock.lock()
         let (adds, removals, terminal) = takePostedLocked()
@@ -338,7 +342,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     }
 
     // Requires stateLock.
-    @usableFromInline
+    @inlinable
     func takePostedLocked() -> ([Subscription], [Subscription], Event?) {
         defer {
             pendingAdds = []
@@ -349,7 +353,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
         return (pendingAdds, pendingRemovals, postedTerminal)
     }
 
-    @usableFromInline
+    @inlinable
     func apply(_ adds: [Subscription], _ removals: [Subscription]) {
         // Only touch `observers` when something changed: every change rebuilds `unretained`.
         guard !adds.isEmpty || !removals.isEmpty else { return }
@@ -358,10 +362,10 @@ final class _SignalCore<Value, Error: Swift.Error> {
             observers.removeAll { subscription in removals.contains { $0 === subscription } }
         }
         observers.append(contentsOf: adds)
-        delivery.pointee.observers = observers
+        delivery.pointee.set(observers)
     }
 
-    @usableFromInline
+    @inlinable
     func deliverTerminal(_ event: Event) {
         guard !delivery.pointee.isTerminated else { return }
         stateLock.lock()
@@ -374,7 +378,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
         apply(adds, removals)
         let finalObservers = delivery.pointee.observers
-        delivery.pointee.observers = []
+        delivery.pointee.set([])
         for subscription in finalObservers where !subscription.isDisposed.load(ordering: .relaxed) {
             subscription.observer.action(event)
         }
@@ -388,7 +392,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     ///
     /// - Returns: A disposable that unregisters it, or `nil` if the signal had terminated, in
     ///   which case `observer` has just received `interrupted`.
-    @usableFromInline
+    @inlinable
     func observe(_ observer: Observer) -> (any Disposable)? {
         let subscription = Subscription(observer)
         let accepted: Bool = stateLock.withLock {
@@ -406,7 +410,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
         return AnyDisposable { [weak self] in self?.remove(subscription) }
     }
 
-    @usableFromInline
+    @inlinable
     func remove(_ subscription: Subscription) {
         subscription.isDisposed.store(true, ordering: .releasing)
         let shouldEnd: Bool = stateLock.withLock {
@@ -424,7 +428,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
         if shouldEnd { send(.interrupted) }
     }
 
-    @usableFromInline
+    @inlinable
     func applyIfIdle() {
         let me = _currentThreadID()
         if tryAcquire(me) {
@@ -435,7 +439,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     /// The `Signal` object went away: with no observers left, nobody can ever see an event, so
     /// end the signal and release the generator's resources.
-    @usableFromInline
+    @inlinable
     func signalReleased() {
         let shouldEnd: Bool = stateLock.withLock {
             isReferenced = false
@@ -445,7 +449,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     }
 
     /// Attaches resources that are disposed right after the terminal event is delivered.
-    @usableFromInline
+    @inlinable
     func setResources(_ disposable: any Disposable) {
         let alreadyTerminated: Bool = stateLock.withLock {
             if delivery.pointee.isTerminated { return true }
