@@ -6,7 +6,10 @@ struct FlattenTests {
     typealias Inner = (signal: Signal<Int, TestError>, input: Signal<Int, TestError>.Observer)
 
     func inners(_ count: Int) -> [Inner] {
-        (0..<count).map { _ in Signal<Int, TestError>.pipe() }
+        (0..<count).map { _ in
+            let (signal, input) = Signal<Int, TestError>.pipe()
+            return (signal, input)
+        }
     }
 
     @Test func mergeRunsEveryInnerAndCompletesWhenAllHave() {

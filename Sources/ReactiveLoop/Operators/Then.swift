@@ -1,0 +1,138 @@
+// then, flatMapError, repeat and retry: runs that follow other runs.
+
+extension SignalProducer {
+    /// Waits for this producer to complete, ignoring its values, then runs `replacement`.
+    /// A failure of this producer fails the run; `replacement` is not started.
+    public func then<U>(_ replacement: SignalProducer<U, Error>) -> SignalProducer<U, Error> {
+        _then(replacement)
+    }
+
+    /// The one implementation behind every `then` overload.
+    func _then<U>(_ replacement: SignalProducer<U, Error>) -> SignalProducer<U, Error> {
+        let ignoringValues = compactMap { _ -> U? in nil }
+        return SignalProducer<SignalProducer<U, Error>, Error>(values: ignoringValues, replacement).flatten(.concat)
+    }
+
+    /// Runs `replacement` after this producer completes; see `then(_:)`.
+    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<Replacement.Value, Error>
+    where Replacement.Error == Error {
+        _then(replacement.producer)
+    }
+
+    /// Runs a `replacement` that cannot fail after this producer completes.
+    public func then<U>(_ replacement: SignalProducer<U, Never>) -> SignalProducer<U, Error> {
+        _then(replacement._promoteError(Error.self))
+    }
+
+    /// Runs a `replacement` that cannot fail after this producer completes.
+    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<Replacement.Value, Error>
+    where Replacement.Error == Never {
+        _then(replacement.producer._promoteError(Error.self))
+    }
+
+    /// Runs `replacement` after this producer completes.
+    public func then(_ replacement: SignalProducer<Value, Error>) -> SignalProducer<Value, Error> {
+        _then(replacement)
+    }
+
+    /// Runs `replacement` after this producer completes.
+    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<Value, Error>
+    where Replacement.Value == Value, Replacement.Error == Error {
+        _then(replacement.producer)
+    }
+
+    /// Replaces a failure with the run of the producer `transform` makes from the error.
+    public func flatMapError<F>(_ transform: @escaping (Error) -> SignalProducer<Value, F>) -> SignalProducer<Value, F> {
+        SignalProducer<Value, F>._serialized { sink, lifetime in
+            let replacement = SerialDisposable()
+            lifetime += replacement
+            self._run(
+                Signal<Value, Error>.Observer { event in
+                    switch event {
+                    case let .value(value): sink.send(.value(value))
+                    case let .failed(error): replacement.inner = transform(error).start(sink.input)
+                    case .completed: sink.send(.completed)
+                    case .interrupted: sink.send(.interrupted)
+                    }
+                }, lifetime)
+        }
+    }
+
+    /// Replaces a failure with the run of the stream `transform` makes from the error.
+    public func flatMapError<Inner: SignalProducerConvertible>(
+        _ transform: @escaping (Error) -> Inner
+    ) -> SignalProducer<Value, Inner.Error> where Inner.Value == Value {
+        flatMapError { transform($0).producer }
+    }
+
+    /// Runs the producer `count` times in a row, each after the previous one completed. A
+    /// failure or interruption ends the whole. `repeat(0)` completes at once.
+    ///
+    /// - Precondition: `count >= 0`.
+    public func `repeat`(_ count: Int) -> SignalProducer<Value, Error> {
+        precondition(count >= 0, "repeat(_:): count must be >= 0, got \(count)")
+        guard count > 0 else { return .empty }
+        guard count > 1 else { return self }
+        return SignalProducer<SignalProducer<Value, Error>, Error>(repeatElement(self, count: count)).flatten(.concat)
+    }
+
+    /// Starts the producer again after a failure, up to `count` more times; the last failure
+    /// is forwarded.
+    ///
+    /// - Precondition: `count >= 0`.
+    public func retry(upTo count: Int) -> SignalProducer<Value, Error> {
+        precondition(count >= 0, "retry(upTo:): count must be >= 0, got \(count)")
+        guard count > 0 else { return self }
+        return flatMapError { _ in self.retry(upTo: count - 1) }
+    }
+}
+
+extension SignalProducer where Error == Never {
+    /// Runs `replacement`, which can fail, after this producer completes.
+    public func then<U, F>(_ replacement: SignalProducer<U, F>) -> SignalProducer<U, F> {
+        _promoteError(F.self)._then(replacement)
+    }
+
+    /// Runs `replacement`, which can fail, after this producer completes.
+    public func then<Replacement: SignalProducerConvertible>(
+        _ replacement: Replacement
+    ) -> SignalProducer<Replacement.Value, Replacement.Error> {
+        _promoteError(Replacement.Error.self)._then(replacement.producer)
+    }
+
+    /// Runs `replacement` after this producer completes.
+    public func then<U>(_ replacement: SignalProducer<U, Never>) -> SignalProducer<U, Never> {
+        _then(replacement)
+    }
+
+    /// Runs `replacement` after this producer completes.
+    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<Replacement.Value, Never>
+    where Replacement.Error == Never {
+        _then(replacement.producer)
+    }
+
+    /// Runs `replacement` after this producer completes.
+    public func then(_ replacement: SignalProducer<Value, Never>) -> SignalProducer<Value, Never> {
+        _then(replacement)
+    }
+
+    /// Runs `replacement` after this producer completes.
+    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<Value, Never>
+    where Replacement.Value == Value, Replacement.Error == Never {
+        _then(replacement.producer)
+    }
+}
+
+extension Signal {
+    /// Replaces a failure with the run of the producer `transform` makes from the error.
+    public func flatMapError<F>(_ transform: @escaping (Error) -> SignalProducer<Value, F>) -> Signal<Value, F> {
+        SignalProducer(self).flatMapError(transform)._startAsSignal()
+    }
+
+    /// Replaces a failure with the run of the stream `transform` makes from the error.
+    public func flatMapError<Inner: SignalProducerConvertible>(
+        _ transform: @escaping (Error) -> Inner
+    ) -> Signal<Value, Inner.Error> where Inner.Value == Value {
+        flatMapError { transform($0).producer }
+    }
+}
