@@ -119,6 +119,43 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // MARK: Operators (issue 3)
+
+    Benchmark("flatMap(.latest) over 1,000 inner producers", configuration: .init(scalingFactor: .kilo)) { benchmark in
+        var sum = 0
+        let inners = SignalProducer<Int, Never>(0..<1_000)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            inners.flatMap(.latest) { SignalProducer<Int, Never>(value: $0) }.startWithValues { sum &+= $0 }
+        }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+    }
+
+    Benchmark("combineLatest of 3, a value on each") { benchmark in
+        var sum = 0
+        let pipes = (0..<3).map { _ in Signal<Int, Never>.pipe() }
+        Signal.combineLatest(pipes[0].output, pipes[1].output, pipes[2].output).observeValues { sum &+= $0.0 &+ $0.2 }
+        for pipe in pipes { pipe.input.send(value: 0) }
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            pipes[index % 3].input.send(value: index)
+        }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+    }
+
+    Benchmark("replayLazily(upTo: 10), 10 late observers", configuration: .init(scalingFactor: .kilo)) { benchmark in
+        var sum = 0
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            let replayed = SignalProducer<Int, Never>(0..<10).replayLazily(upTo: 10)
+            for _ in 0..<10 { replayed.startWithValues { sum &+= $0 } }
+        }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+    }
+
     // MARK: Peer
 
     Benchmark("OpenCombine: send to 1 subscriber") { benchmark in
