@@ -30,10 +30,11 @@ def main():
         for n in range(2, 11):
             generics = ", ".join(LETTERS[1:n])
             values = ", ".join(["Value"] + list(LETTERS[1:n]))
-            casts = ", ".join(["$0[0] as! Value"] + [f"$0[{i}] as! {LETTERS[i]}" for i in range(1, n)])
+            casts = ", ".join(["_AggregateSlotOf<Value>.of($0[0]).first"] + [f"_AggregateSlotOf<{LETTERS[i]}>.of($0[{i}]).first" for i in range(1, n)])
             sources = ", ".join(f"_AggregateSource({LETTERS[i].lower()})" for i in range(n))
             lines += [
                 f"    /// Aggregates {n} signals as `{doc}` does for two.",
+                "    @inlinable",
                 f"    public static func {op}<{generics}>({params(n, 'signal')}) -> Signal<({values}), Error> {{",
                 f"        Signal<({values}), Error>._aggregate({mode}, [{sources}]) {{ ({casts}) }}",
                 "    }",
@@ -44,13 +45,14 @@ def main():
         for n in range(2, 11):
             generics = ", ".join(LETTERS[:n])
             values = ", ".join(["Value"] + [f"{LETTERS[i]}.Value" for i in range(1, n)])
-            casts = ", ".join(["$0[0] as! Value"] + [f"$0[{i}] as! {LETTERS[i]}.Value" for i in range(1, n)])
+            casts = ", ".join(["_AggregateSlotOf<Value>.of($0[0]).first"] + [f"_AggregateSlotOf<{LETTERS[i]}.Value>.of($0[{i}]).first" for i in range(1, n)])
             sources = ", ".join(f"_AggregateSource({LETTERS[i].lower()}.producer)" for i in range(n))
             where = (["Value == A.Value", "Error == A.Error"]
                      + [f"{LETTERS[i]}: SignalProducerConvertible" for i in range(n)]
                      + [f"{LETTERS[i]}.Error == Error" for i in range(1, n)])
             lines += [
                 f"    /// Aggregates {n} producers as `{doc}` does for two, on each run.",
+                "    @inlinable",
                 f"    public static func {op}<{generics}>({params(n, 'producer')}) -> SignalProducer<({values}), Error>",
                 f"    where {', '.join(where)} {{",
                 f"        SignalProducer<({values}), Error>._aggregate({mode}, [{sources}]) {{ ({casts}) }}",

@@ -2,207 +2,243 @@
 
 extension Signal {
     /// Aggregates 2 signals as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<B>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>) -> Signal<(Value, B), Error> {
-        Signal<(Value, B), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b)]) { ($0[0] as! Value, $0[1] as! B) }
+        Signal<(Value, B), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first) }
     }
 
     /// Aggregates 3 signals as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<B, C>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>) -> Signal<(Value, B, C), Error> {
-        Signal<(Value, B, C), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C) }
+        Signal<(Value, B, C), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first) }
     }
 
     /// Aggregates 4 signals as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<B, C, D>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>) -> Signal<(Value, B, C, D), Error> {
-        Signal<(Value, B, C, D), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D) }
+        Signal<(Value, B, C, D), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first) }
     }
 
     /// Aggregates 5 signals as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<B, C, D, E>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>) -> Signal<(Value, B, C, D, E), Error> {
-        Signal<(Value, B, C, D, E), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E) }
+        Signal<(Value, B, C, D, E), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first) }
     }
 
     /// Aggregates 6 signals as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<B, C, D, E, F>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>) -> Signal<(Value, B, C, D, E, F), Error> {
-        Signal<(Value, B, C, D, E, F), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E, $0[5] as! F) }
+        Signal<(Value, B, C, D, E, F), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first) }
     }
 
     /// Aggregates 7 signals as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<B, C, D, E, F, G>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>) -> Signal<(Value, B, C, D, E, F, G), Error> {
-        Signal<(Value, B, C, D, E, F, G), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E, $0[5] as! F, $0[6] as! G) }
+        Signal<(Value, B, C, D, E, F, G), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first) }
     }
 
     /// Aggregates 8 signals as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<B, C, D, E, F, G, H>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>) -> Signal<(Value, B, C, D, E, F, G, H), Error> {
-        Signal<(Value, B, C, D, E, F, G, H), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E, $0[5] as! F, $0[6] as! G, $0[7] as! H) }
+        Signal<(Value, B, C, D, E, F, G, H), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first) }
     }
 
     /// Aggregates 9 signals as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<B, C, D, E, F, G, H, I>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>, _ i: Signal<I, Error>) -> Signal<(Value, B, C, D, E, F, G, H, I), Error> {
-        Signal<(Value, B, C, D, E, F, G, H, I), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E, $0[5] as! F, $0[6] as! G, $0[7] as! H, $0[8] as! I) }
+        Signal<(Value, B, C, D, E, F, G, H, I), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first, _AggregateSlotOf<I>.of($0[8]).first) }
     }
 
     /// Aggregates 10 signals as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<B, C, D, E, F, G, H, I, J>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>, _ i: Signal<I, Error>, _ j: Signal<J, Error>) -> Signal<(Value, B, C, D, E, F, G, H, I, J), Error> {
-        Signal<(Value, B, C, D, E, F, G, H, I, J), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i), _AggregateSource(j)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E, $0[5] as! F, $0[6] as! G, $0[7] as! H, $0[8] as! I, $0[9] as! J) }
+        Signal<(Value, B, C, D, E, F, G, H, I, J), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i), _AggregateSource(j)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first, _AggregateSlotOf<I>.of($0[8]).first, _AggregateSlotOf<J>.of($0[9]).first) }
     }
 }
 
 extension SignalProducer {
     /// Aggregates 2 producers as `combineLatest(with:)` does for two, on each run.
+    @inlinable
     public static func combineLatest<A, B>(_ a: A, _ b: B) -> SignalProducer<(Value, B.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, B.Error == Error {
-        SignalProducer<(Value, B.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer)]) { ($0[0] as! Value, $0[1] as! B.Value) }
+        SignalProducer<(Value, B.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first) }
     }
 
     /// Aggregates 3 producers as `combineLatest(with:)` does for two, on each run.
+    @inlinable
     public static func combineLatest<A, B, C>(_ a: A, _ b: B, _ c: C) -> SignalProducer<(Value, B.Value, C.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, B.Error == Error, C.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value) }
+        SignalProducer<(Value, B.Value, C.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first) }
     }
 
     /// Aggregates 4 producers as `combineLatest(with:)` does for two, on each run.
+    @inlinable
     public static func combineLatest<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> SignalProducer<(Value, B.Value, C.Value, D.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first) }
     }
 
     /// Aggregates 5 producers as `combineLatest(with:)` does for two, on each run.
+    @inlinable
     public static func combineLatest<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first) }
     }
 
     /// Aggregates 6 producers as `combineLatest(with:)` does for two, on each run.
+    @inlinable
     public static func combineLatest<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value, $0[5] as! F.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first) }
     }
 
     /// Aggregates 7 producers as `combineLatest(with:)` does for two, on each run.
+    @inlinable
     public static func combineLatest<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value, $0[5] as! F.Value, $0[6] as! G.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first) }
     }
 
     /// Aggregates 8 producers as `combineLatest(with:)` does for two, on each run.
+    @inlinable
     public static func combineLatest<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value, $0[5] as! F.Value, $0[6] as! G.Value, $0[7] as! H.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first) }
     }
 
     /// Aggregates 9 producers as `combineLatest(with:)` does for two, on each run.
+    @inlinable
     public static func combineLatest<A, B, C, D, E, F, G, H, I>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, I: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value, $0[5] as! F.Value, $0[6] as! G.Value, $0[7] as! H.Value, $0[8] as! I.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first, _AggregateSlotOf<I.Value>.of($0[8]).first) }
     }
 
     /// Aggregates 10 producers as `combineLatest(with:)` does for two, on each run.
+    @inlinable
     public static func combineLatest<A, B, C, D, E, F, G, H, I, J>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, I: SignalProducerConvertible, J: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error, J.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer), _AggregateSource(j.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value, $0[5] as! F.Value, $0[6] as! G.Value, $0[7] as! H.Value, $0[8] as! I.Value, $0[9] as! J.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer), _AggregateSource(j.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first, _AggregateSlotOf<I.Value>.of($0[8]).first, _AggregateSlotOf<J.Value>.of($0[9]).first) }
     }
 }
 
 extension Signal {
     /// Aggregates 2 signals as `zip(with:)` does for two.
+    @inlinable
     public static func zip<B>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>) -> Signal<(Value, B), Error> {
-        Signal<(Value, B), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b)]) { ($0[0] as! Value, $0[1] as! B) }
+        Signal<(Value, B), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first) }
     }
 
     /// Aggregates 3 signals as `zip(with:)` does for two.
+    @inlinable
     public static func zip<B, C>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>) -> Signal<(Value, B, C), Error> {
-        Signal<(Value, B, C), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C) }
+        Signal<(Value, B, C), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first) }
     }
 
     /// Aggregates 4 signals as `zip(with:)` does for two.
+    @inlinable
     public static func zip<B, C, D>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>) -> Signal<(Value, B, C, D), Error> {
-        Signal<(Value, B, C, D), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D) }
+        Signal<(Value, B, C, D), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first) }
     }
 
     /// Aggregates 5 signals as `zip(with:)` does for two.
+    @inlinable
     public static func zip<B, C, D, E>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>) -> Signal<(Value, B, C, D, E), Error> {
-        Signal<(Value, B, C, D, E), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E) }
+        Signal<(Value, B, C, D, E), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first) }
     }
 
     /// Aggregates 6 signals as `zip(with:)` does for two.
+    @inlinable
     public static func zip<B, C, D, E, F>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>) -> Signal<(Value, B, C, D, E, F), Error> {
-        Signal<(Value, B, C, D, E, F), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E, $0[5] as! F) }
+        Signal<(Value, B, C, D, E, F), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first) }
     }
 
     /// Aggregates 7 signals as `zip(with:)` does for two.
+    @inlinable
     public static func zip<B, C, D, E, F, G>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>) -> Signal<(Value, B, C, D, E, F, G), Error> {
-        Signal<(Value, B, C, D, E, F, G), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E, $0[5] as! F, $0[6] as! G) }
+        Signal<(Value, B, C, D, E, F, G), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first) }
     }
 
     /// Aggregates 8 signals as `zip(with:)` does for two.
+    @inlinable
     public static func zip<B, C, D, E, F, G, H>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>) -> Signal<(Value, B, C, D, E, F, G, H), Error> {
-        Signal<(Value, B, C, D, E, F, G, H), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E, $0[5] as! F, $0[6] as! G, $0[7] as! H) }
+        Signal<(Value, B, C, D, E, F, G, H), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first) }
     }
 
     /// Aggregates 9 signals as `zip(with:)` does for two.
+    @inlinable
     public static func zip<B, C, D, E, F, G, H, I>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>, _ i: Signal<I, Error>) -> Signal<(Value, B, C, D, E, F, G, H, I), Error> {
-        Signal<(Value, B, C, D, E, F, G, H, I), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E, $0[5] as! F, $0[6] as! G, $0[7] as! H, $0[8] as! I) }
+        Signal<(Value, B, C, D, E, F, G, H, I), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first, _AggregateSlotOf<I>.of($0[8]).first) }
     }
 
     /// Aggregates 10 signals as `zip(with:)` does for two.
+    @inlinable
     public static func zip<B, C, D, E, F, G, H, I, J>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>, _ i: Signal<I, Error>, _ j: Signal<J, Error>) -> Signal<(Value, B, C, D, E, F, G, H, I, J), Error> {
-        Signal<(Value, B, C, D, E, F, G, H, I, J), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i), _AggregateSource(j)]) { ($0[0] as! Value, $0[1] as! B, $0[2] as! C, $0[3] as! D, $0[4] as! E, $0[5] as! F, $0[6] as! G, $0[7] as! H, $0[8] as! I, $0[9] as! J) }
+        Signal<(Value, B, C, D, E, F, G, H, I, J), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i), _AggregateSource(j)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first, _AggregateSlotOf<I>.of($0[8]).first, _AggregateSlotOf<J>.of($0[9]).first) }
     }
 }
 
 extension SignalProducer {
     /// Aggregates 2 producers as `zip(with:)` does for two, on each run.
+    @inlinable
     public static func zip<A, B>(_ a: A, _ b: B) -> SignalProducer<(Value, B.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, B.Error == Error {
-        SignalProducer<(Value, B.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer)]) { ($0[0] as! Value, $0[1] as! B.Value) }
+        SignalProducer<(Value, B.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first) }
     }
 
     /// Aggregates 3 producers as `zip(with:)` does for two, on each run.
+    @inlinable
     public static func zip<A, B, C>(_ a: A, _ b: B, _ c: C) -> SignalProducer<(Value, B.Value, C.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, B.Error == Error, C.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value) }
+        SignalProducer<(Value, B.Value, C.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first) }
     }
 
     /// Aggregates 4 producers as `zip(with:)` does for two, on each run.
+    @inlinable
     public static func zip<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> SignalProducer<(Value, B.Value, C.Value, D.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first) }
     }
 
     /// Aggregates 5 producers as `zip(with:)` does for two, on each run.
+    @inlinable
     public static func zip<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first) }
     }
 
     /// Aggregates 6 producers as `zip(with:)` does for two, on each run.
+    @inlinable
     public static func zip<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value, $0[5] as! F.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first) }
     }
 
     /// Aggregates 7 producers as `zip(with:)` does for two, on each run.
+    @inlinable
     public static func zip<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value, $0[5] as! F.Value, $0[6] as! G.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first) }
     }
 
     /// Aggregates 8 producers as `zip(with:)` does for two, on each run.
+    @inlinable
     public static func zip<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value, $0[5] as! F.Value, $0[6] as! G.Value, $0[7] as! H.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first) }
     }
 
     /// Aggregates 9 producers as `zip(with:)` does for two, on each run.
+    @inlinable
     public static func zip<A, B, C, D, E, F, G, H, I>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, I: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value, $0[5] as! F.Value, $0[6] as! G.Value, $0[7] as! H.Value, $0[8] as! I.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first, _AggregateSlotOf<I.Value>.of($0[8]).first) }
     }
 
     /// Aggregates 10 producers as `zip(with:)` does for two, on each run.
+    @inlinable
     public static func zip<A, B, C, D, E, F, G, H, I, J>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>
     where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, I: SignalProducerConvertible, J: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error, J.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer), _AggregateSource(j.producer)]) { ($0[0] as! Value, $0[1] as! B.Value, $0[2] as! C.Value, $0[3] as! D.Value, $0[4] as! E.Value, $0[5] as! F.Value, $0[6] as! G.Value, $0[7] as! H.Value, $0[8] as! I.Value, $0[9] as! J.Value) }
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer), _AggregateSource(j.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first, _AggregateSlotOf<I.Value>.of($0[8]).first, _AggregateSlotOf<J.Value>.of($0[9]).first) }
     }
 }
 
