@@ -1,0 +1,66 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A scheduler for the main thread, like ReactiveSwift's `UIScheduler` (also available under
+/// that name).
+///
+/// An action scheduled from the main queue (or the main thread) while nothing this scheduler
+/// queued is still waiting runs inline, at once; otherwise it is queued on the main queue. Order is never
+/// broken: an action never overtakes one scheduled before it (RxSwift #393 is the bug this
+/// avoids).
+///
+/// - Note: On Linux the main queue only drains while the program runs `dispatchMain()`,
+///   `RunLoop.main.run()`, Swift concurrency's main executor (an `async` `main`), or the
+///   ReactiveLoopUV event loop. A program that does none of these never runs actions queued
+///   here from other threads.
+public final class MainScheduler: Scheduler {
+    // Actions queued on the main queue by any main scheduler and not yet run. Shared by all
+    // instances, as they share the main queue.
+    private static let queued = Atomic<Int>(0)
+
+    /// Marks the main queue, so that code can ask whether it runs on it. On Linux a program
+    /// that calls `dispatchMain()` (as the test runner and `async` mains do) drains the main
+    /// queue on a dispatch worker thread, where `Thread.isMainThread` is `false`.
+    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
+
+    /// Whether the caller runs on the main queue, or on the main thread outside any queue.
+    static var isOnMain: Bool {
+        DispatchQueue.getSpecific(key: mainQueueKey) == true || Thread.isMainThread
+    }
+
+    /// Creates a main scheduler.
+    public init() {
+        _ = Self.mainQueueKey
+    }
+
+    /// Runs `action` inline if called on the main thread with nothing of ours queued before
+    /// it; otherwise queues it on the main queue.
+    ///
+    /// - Returns: `nil` when the action ran inline; otherwise a disposable that cancels it.
+    @discardableResult
+    public func schedule(_ action: @escaping () -> Void) -> (any Disposable)? {
+        let position = Self.queued.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
+        if position == 1 && Self.isOnMain {
+            action()
+            Self.queued.wrappingSubtract(1, ordering: .releasing)
+            return nil
+        }
+        let disposable = AnyDisposable()
+        let action = _Unchecked(action)
+        DispatchQueue.main.async {
+            if !disposable.isDisposed { action.value() }
+            Self.queued.wrappingSubtract(1, ordering: .releasing)
+        }
+        return disposable
+    }
+}
+
+extension MainScheduler: @unchecked Sendable {}  // Stateless but for the shared atomic counter.
+
+/// ReactiveSwift's name for `MainScheduler`.
+public typealias UIScheduler = MainScheduler

@@ -1,0 +1,177 @@
+import Dispatch
+import Foundation
+import Testing
+@testable @_spi(Testing) import ReactiveLoop
+
+/// A scheduler under test and how to let its time pass. Add a case here (and to
+/// `SchedulerConformanceTests`) for every new scheduler: the libuv loop scheduler joins with
+/// the runtime issue.
+struct SchedulerHarness: CustomStringConvertible, Sendable {
+    let description: String
+    let make: @Sendable () -> any Scheduler
+    /// Lets `seconds` of the scheduler's time pass and waits until what fell due has run.
+    let pass: @Sendable (_ scheduler: any Scheduler, _ seconds: TimeInterval) -> Void
+
+    static let immediate = SchedulerHarness(
+        description: "ImmediateScheduler", make: { ImmediateScheduler() }, pass: { _, _ in })
+
+    static let test = SchedulerHarness(
+        description: "TestScheduler", make: { TestScheduler() },
+        pass: { scheduler, seconds in (scheduler as! TestScheduler).advance(by: seconds) })
+
+    static let queue = SchedulerHarness(
+        description: "QueueScheduler", make: { QueueScheduler(name: "conformance") },
+        pass: { scheduler, seconds in
+            // Generous: a timer that fell due may still be on its way to the queue.
+            Thread.sleep(forTimeInterval: seconds)
+            (scheduler as! QueueScheduler).queue.sync {}
+            Thread.sleep(forTimeInterval: 0.02)
+            (scheduler as! QueueScheduler).queue.sync {}
+        })
+
+    static let main = SchedulerHarness(
+        description: "MainScheduler", make: { MainScheduler() },
+        pass: { _, _ in
+            // The test runner's main thread drains the main queue; wait for it to get here.
+            let drained = DispatchSemaphore(value: 0)
+            DispatchQueue.main.async { drained.signal() }
+            _ = drained.wait(timeout: .now() + 10)
+        })
+
+    static let all: [SchedulerHarness] = [.immediate, .test, .queue, .main]
+    static let dated: [SchedulerHarness] = [.test, .queue]
+}
+
+/// The contract every scheduler must meet (see `Scheduler` and `DateScheduler`).
+@Suite("Scheduler conformance", .serialized)
+struct SchedulerConformanceTests {
+    @Test(arguments: SchedulerHarness.all)
+    func actionsRunInTheOrderTheyWereScheduled(harness: SchedulerHarness) {
+        let scheduler = harness.make()
+        let order = Box<[Int]>([])
+        for index in 0...100 { scheduler.schedule { order.modify { $0.append(index) } } }
+        harness.pass(scheduler, 0.01)
+        #expect(order.value == Array(0...100))
+    }
+
+    @Test(arguments: SchedulerHarness.all.filter { $0.description != "ImmediateScheduler" })
+    func anActionDisposedBeforeItStartsNeverRuns(harness: SchedulerHarness) {
+        let scheduler = harness.make()
+        let ran = Box<[Int]>([])
+        // Block the scheduler first so that the disposal surely comes before the start.
+        let gate = DispatchSemaphore(value: 0)
+        if harness.description == "QueueScheduler" { scheduler.schedule { gate.wait() } }
+        let first = scheduler.schedule { ran.modify { $0.append(1) } }
+        scheduler.schedule { ran.modify { $0.append(2) } }
+        first?.dispose()
+        first?.dispose()
+        gate.signal()
+        harness.pass(scheduler, 0.01)
+        #expect(ran.value == [2])
+    }
+
+    /// `ImmediateScheduler` is the documented exception: it runs every action inline.
+    @Test(arguments: SchedulerHarness.all.filter { $0.description != "ImmediateScheduler" })
+    func schedulingFromInsideAnActionRunsAfterIt(harness: SchedulerHarness) {
+        let scheduler = harness.make()
+        let order = Box<[String]>([])
+        scheduler.schedule {
+            scheduler.schedule { order.modify { $0.append("inner") } }
+            order.modify { $0.append("outer") }
+        }
+        harness.pass(scheduler, 0.01)
+        harness.pass(scheduler, 0.01)
+        #expect(order.value == ["outer", "inner"])
+    }
+
+    @Test(arguments: SchedulerHarness.dated)
+    func actionsForTheSameDeadlineRunInTheOrderTheyWereScheduled(harness: SchedulerHarness) {
+        let scheduler = harness.make() as! any DateScheduler
+        let order = Box<[Int]>([])
+        let deadline = scheduler.currentDate.addingTimeInterval(0.05)
+        for index in 0...100 { scheduler.schedule(after: deadline) { order.modify { $0.append(index) } } }
+        harness.pass(scheduler, 0.01)
+        #expect(order.value.isEmpty)
+        harness.pass(scheduler, 0.2)
+        #expect(order.value == Array(0...100))
+    }
+
+    @Test(arguments: SchedulerHarness.dated)
+    func aTimedActionDisposedBeforeItsDeadlineNeverRuns(harness: SchedulerHarness) {
+        let scheduler = harness.make() as! any DateScheduler
+        let ran = Box(0)
+        let disposable = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.05)) {
+            ran.modify { $0 += 1 }
+        }
+        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.05)) { ran.modify { $0 += 10 } }
+        disposable?.dispose()
+        harness.pass(scheduler, 0.2)
+        #expect(ran.value == 10)
+    }
+
+    @Test(arguments: SchedulerHarness.dated)
+    func aRepeatingTimerRunsUntilDisposedFromAnotherThread(harness: SchedulerHarness) {
+        let scheduler = harness.make() as! any DateScheduler
+        let ticks = Box(0)
+        let disposable = Box(
+            scheduler.schedule(after: .milliseconds(20), interval: .milliseconds(20)) { ticks.modify { $0 += 1 } })
+        harness.pass(scheduler, 0.5)
+        let whileRunning = ticks.value
+        #expect(whileRunning >= 3)
+        let disposed = DispatchSemaphore(value: 0)
+        Thread.detachNewThreadShim {
+            disposable.value?.dispose()
+            disposed.signal()
+        }
+        disposed.wait()
+        harness.pass(scheduler, 0.05)
+        let afterDispose = ticks.value
+        harness.pass(scheduler, 0.3)
+        #expect(ticks.value == afterDispose)
+    }
+
+    @Test(arguments: SchedulerHarness.dated)
+    func droppingARepeatingTimersDisposableDoesNotCancelIt(harness: SchedulerHarness) {
+        let scheduler = harness.make() as! any DateScheduler
+        let ticks = Box(0)
+        var kept: (any Disposable)?
+        do {
+            // The disposable goes out of scope at once.
+            _ = scheduler.schedule(after: .milliseconds(20), interval: .milliseconds(20)) { ticks.modify { $0 += 1 } }
+        }
+        harness.pass(scheduler, 0.3)
+        #expect(ticks.value >= 3)
+        kept = nil
+        _ = kept
+    }
+
+    @Test func aWallClockJumpNeitherFiresEarlyNorStallsQueueTimers() {
+        let offset = Box<TimeInterval>(0)
+        let scheduler = QueueScheduler(
+            queue: DispatchQueue(label: "jump"), name: "jump", wallClock: { Date().addingTimeInterval(offset.value) })
+        let forward = Box(false)
+        let backward = Box(false)
+        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.3)) { forward.value = true }
+        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.3)) { backward.value = true }
+        offset.value = 3_600  // The clock jumps an hour ahead: nothing may fire early.
+        Thread.sleep(forTimeInterval: 0.05)
+        scheduler.queue.sync {}
+        #expect(!forward.value)
+        offset.value = -3_600  // And an hour back: nothing may stall.
+        Thread.sleep(forTimeInterval: 0.6)
+        scheduler.queue.sync {}
+        #expect(forward.value)
+        #expect(backward.value)
+    }
+
+    @Test func aWallClockJumpOnTheTestSchedulerKeepsRemainingDelays() {
+        let scheduler = TestScheduler()
+        let ran = Box(false)
+        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(10)) { ran.value = true }
+        scheduler.rewind(by: .seconds(3_600))
+        scheduler.advance(by: 9)
+        #expect(!ran.value)
+        scheduler.advance(by: 1)
+        #expect(ran.value)
+    }
+}
