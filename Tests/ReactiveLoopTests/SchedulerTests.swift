@@ -147,7 +147,7 @@ extension RealSchedulerTests {
             }
             queued.wait()
             await MainActor.run {
-                scheduler.schedule { order.modify { $0.append("from main") } }
+                _ = scheduler.schedule { order.modify { $0.append("from main") } }
             }
             await MainActor.run {}
             #expect(order.value == ["from background", "from main"])
