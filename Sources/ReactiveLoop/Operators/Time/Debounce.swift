@@ -1,0 +1,124 @@
+import Foundation
+
+/// debounce: a value is sent once `interval` has passed without a newer one. Per input: one
+/// clock read and a store; at most one timer is pending, re-armed only if values kept coming.
+@usableFromInline
+final class _DebounceState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.
+    let interval: TimeInterval
+    let scheduler: any DateScheduler
+    let discardWhenCompleted: Bool
+    let sink: _SerialSink<Value, Error>
+    let timer = SerialDisposable()
+    // Confined to the owner of the sink's delivery.
+    var pending: Value?
+    // Confined to the owner of the sink's delivery. When the pending value arrived.
+    var lastUpdated = Date.distantPast
+    // Confined to the owner of the sink's delivery.
+    var armed = false
+
+    init(
+        interval: TimeInterval, scheduler: any DateScheduler, discardWhenCompleted: Bool,
+        sink: _SerialSink<Value, Error>, lifetime: Lifetime
+    ) {
+        self.interval = interval
+        self.scheduler = scheduler
+        self.discardWhenCompleted = discardWhenCompleted
+        self.sink = sink
+        lifetime += timer
+    }
+
+    func receive(_ event: Signal<Value, Error>.Event) {
+        switch event {
+        case let .value(value):
+            let now = scheduler.currentDate
+            var arm = false
+            sink.send {
+                pending = value
+                lastUpdated = now
+                if !armed {
+                    armed = true
+                    arm = true
+                }
+                return nil
+            }
+            if arm { timer.inner = scheduler.schedule(after: now.addingTimeInterval(interval)) { [self] in fire() } }
+        case .completed:
+            timer.dispose()
+            var last: (value: Value, due: Date)?
+            sink.send {
+                if !discardWhenCompleted, let value = pending { last = (value, lastUpdated.addingTimeInterval(interval)) }
+                pending = nil
+                return nil
+            }
+            if let last {
+                scheduler.schedule(after: last.due) { [sink] in
+                    sink.send(.value(last.value))
+                    sink.send(.completed)
+                }
+            } else {
+                scheduler.schedule { [sink] in sink.send(.completed) }
+            }
+        case .failed, .interrupted:
+            timer.dispose()
+            scheduler.schedule { [sink] in sink.send(event) }
+        }
+    }
+
+    private func fire() {
+        let now = scheduler.currentDate
+        var rearm: Date?
+        sink.send {
+            let due = lastUpdated.addingTimeInterval(interval)
+            guard due <= now else {
+                rearm = due
+                return nil
+            }
+            armed = false
+            defer { pending = nil }
+            return pending.map { .value($0) }
+        }
+        if let rearm { timer.inner = scheduler.schedule(after: rearm) { [self] in fire() } }
+    }
+}
+
+extension Signal {
+    /// Sends a value on `scheduler` once `interval` seconds have passed without a newer value.
+    ///
+    /// - Parameters:
+    ///   - discardWhenCompleted: If `false`, a value still waiting when the signal completes
+    ///     is sent when its interval ends, then the completion; if `true` (the default), it is
+    ///     dropped and the completion is delivered at once. Failure and interruption are
+    ///     delivered at once and drop it.
+    /// - Precondition: `interval >= 0`.
+    public func debounce(
+        _ interval: TimeInterval, on scheduler: any DateScheduler, discardWhenCompleted: Bool = true
+    ) -> Signal<Value, Error> {
+        _checkInterval(interval, "debounce(_:on:discardWhenCompleted:)")
+        return _timed { sink, lifetime in
+            Observer(
+                _DebounceState(
+                    interval: interval, scheduler: scheduler, discardWhenCompleted: discardWhenCompleted, sink: sink,
+                    lifetime: lifetime
+                ).receive)
+        }
+    }
+}
+
+extension SignalProducer {
+    /// Sends a value once `interval` seconds have passed without a newer value; see
+    /// `Signal.debounce(_:on:discardWhenCompleted:)`.
+    ///
+    /// - Precondition: `interval >= 0`.
+    public func debounce(
+        _ interval: TimeInterval, on scheduler: any DateScheduler, discardWhenCompleted: Bool = true
+    ) -> SignalProducer<Value, Error> {
+        _checkInterval(interval, "debounce(_:on:discardWhenCompleted:)")
+        return _timed { sink, lifetime in
+            Signal.Observer(
+                _DebounceState(
+                    interval: interval, scheduler: scheduler, discardWhenCompleted: discardWhenCompleted, sink: sink,
+                    lifetime: lifetime
+                ).receive)
+        }
+    }
+}

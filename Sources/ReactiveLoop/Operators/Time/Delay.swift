@@ -1,0 +1,104 @@
+import Foundation
+
+/// delay: values and completion shifted by `interval`, in their order, through one FIFO queue
+/// and at most one pending timer (not one timer per value).
+@usableFromInline
+final class _DelayState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.
+    let interval: TimeInterval
+    let scheduler: any DateScheduler
+    let sink: _SerialSink<Value, Error>
+    let timer = SerialDisposable()
+    // Confined to the owner of the sink's delivery.
+    var queue: [(deadline: Date, event: Signal<Value, Error>.Event)] = []
+    // Confined to the owner of the sink's delivery.
+    var head = 0
+    // Confined to the owner of the sink's delivery.
+    var armed = false
+
+    init(interval: TimeInterval, scheduler: any DateScheduler, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
+        self.interval = interval
+        self.scheduler = scheduler
+        self.sink = sink
+        lifetime += timer
+    }
+
+    func receive(_ event: Signal<Value, Error>.Event) {
+        switch event {
+        case .value, .completed:
+            let deadline = scheduler.currentDate.addingTimeInterval(interval)
+            var arm = false
+            sink.send {
+                queue.append((deadline, event))
+                if !armed {
+                    armed = true
+                    arm = true
+                }
+                return nil
+            }
+            if arm { timer.inner = scheduler.schedule(after: deadline) { [self] in fire() } }
+        case .failed, .interrupted:
+            // Not delayed: delivered on the scheduler at once, ahead of anything queued.
+            timer.dispose()
+            scheduler.schedule { [sink] in sink.send(event) }
+        }
+    }
+
+    private func fire() {
+        while true {
+            let now = scheduler.currentDate
+            var next: Date?
+            var delivered = false
+            sink.send {
+                guard head < queue.count else {
+                    armed = false
+                    return nil
+                }
+                guard queue[head].deadline <= now else {
+                    next = queue[head].deadline
+                    return nil
+                }
+                let event = queue[head].event
+                head += 1
+                if head == queue.count {
+                    queue.removeAll(keepingCapacity: true)
+                    head = 0
+                }
+                delivered = true
+                return event
+            }
+            if let next {
+                timer.inner = scheduler.schedule(after: next) { [self] in fire() }
+                return
+            }
+            if !delivered { return }
+        }
+    }
+}
+
+extension Signal {
+    /// Delays each value and the completion by `interval` seconds, delivering them on
+    /// `scheduler` in their order. A failure or interruption is not delayed: it is delivered on
+    /// `scheduler` at once and drops what was still waiting.
+    ///
+    /// - Precondition: `interval >= 0`.
+    public func delay(_ interval: TimeInterval, on scheduler: any DateScheduler) -> Signal<Value, Error> {
+        _checkInterval(interval, "delay(_:on:)")
+        return _timed { sink, lifetime in
+            let state = _DelayState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime)
+            return Observer(state.receive)
+        }
+    }
+}
+
+extension SignalProducer {
+    /// Delays each value and the completion of each run; see `Signal.delay(_:on:)`.
+    ///
+    /// - Precondition: `interval >= 0`.
+    public func delay(_ interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
+        _checkInterval(interval, "delay(_:on:)")
+        return _timed { sink, lifetime in
+            let state = _DelayState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime)
+            return Signal.Observer(state.receive)
+        }
+    }
+}

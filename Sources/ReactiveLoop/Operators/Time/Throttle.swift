@@ -1,0 +1,126 @@
+import Foundation
+
+/// throttle: at most one value per `interval`, the latest one. Per input it only stores the
+/// value: no clock read and no timer, except when a quiet stream wakes up (one immediate send)
+/// and once per interval while values keep coming (one timer).
+@usableFromInline
+final class _ThrottleState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.
+    let interval: TimeInterval
+    let scheduler: any DateScheduler
+    let sink: _SerialSink<Value, Error>
+    let timer = SerialDisposable()
+    // Confined to the owner of the sink's delivery. A value waits for the window to end.
+    var pending: Value?
+    // Confined to the owner of the sink's delivery. True from a send until `interval` later.
+    var windowOpen = false
+
+    init(interval: TimeInterval, scheduler: any DateScheduler, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
+        self.interval = interval
+        self.scheduler = scheduler
+        self.sink = sink
+        lifetime += timer
+    }
+
+    func receive(_ event: Signal<Value, Error>.Event) {
+        guard case let .value(value) = event else {
+            timer.dispose()
+            scheduler.schedule { [sink] in sink.send(event) }
+            return
+        }
+        var sendNow = false
+        sink.send {
+            pending = value
+            if !windowOpen {
+                windowOpen = true
+                sendNow = true
+            }
+            return nil
+        }
+        if sendNow { timer.inner = scheduler.schedule { [self] in flush() } }
+    }
+
+    /// Sends the pending value and keeps the window open for another interval, or closes it.
+    private func flush() {
+        var sent = false
+        sink.send {
+            guard let value = pending else {
+                windowOpen = false
+                return nil
+            }
+            pending = nil
+            sent = true
+            return .value(value)
+        }
+        if sent {
+            timer.inner = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(interval)) { [self] in
+                flush()
+            }
+        }
+    }
+}
+
+extension Signal {
+    /// Sends at most one value per `interval` seconds, on `scheduler`: a value after a quiet
+    /// period goes at once; values arriving faster are held and the latest one is sent when
+    /// `interval` has passed since the previous send.
+    ///
+    /// A terminal event is delivered on `scheduler` at once; a held value is dropped.
+    ///
+    /// - Precondition: `interval >= 0`.
+    public func throttle(_ interval: TimeInterval, on scheduler: any DateScheduler) -> Signal<Value, Error> {
+        _checkInterval(interval, "throttle(_:on:)")
+        return _timed { sink, lifetime in
+            Observer(_ThrottleState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
+        }
+    }
+
+    /// Holds values while `shouldThrottle` is `true` and sends the latest held one when it
+    /// becomes `false`; otherwise forwards values at once. Events are delivered on `scheduler`.
+    public func throttle<P: PropertyProtocol>(while shouldThrottle: P, on scheduler: any Scheduler) -> Signal<Value, Error>
+    where P.Value == Bool {
+        Signal._serialized { sink, lifetime in
+            var held: Value?  // Confined to the owner of the sink's delivery.
+            var throttling = false
+            lifetime += shouldThrottle.producer.skipRepeats().startWithValues { isThrottling in
+                var release: Value?
+                sink.send {
+                    throttling = isThrottling
+                    if !isThrottling { release = held; held = nil }
+                    return nil
+                }
+                if let release { scheduler.schedule { sink.send(.value(release)) } }
+            }
+            lifetime += self.observe { event in
+                var forward: Signal<Value, Error>.Event?
+                sink.send {
+                    if case let .value(value) = event, throttling {
+                        held = value
+                    } else {
+                        forward = event
+                    }
+                    return nil
+                }
+                if let forward { scheduler.schedule { sink.send(forward) } }
+            }
+        }
+    }
+}
+
+extension SignalProducer {
+    /// Sends at most one value per `interval` seconds; see `Signal.throttle(_:on:)`.
+    ///
+    /// - Precondition: `interval >= 0`.
+    public func throttle(_ interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
+        _checkInterval(interval, "throttle(_:on:)")
+        return _timed { sink, lifetime in
+            Signal.Observer(_ThrottleState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
+        }
+    }
+
+    /// Holds values while `shouldThrottle` is `true`; see `Signal.throttle(while:on:)`.
+    public func throttle<P: PropertyProtocol>(
+        while shouldThrottle: P, on scheduler: any Scheduler
+    ) -> SignalProducer<Value, Error> where P.Value == Bool {
+        lift { $0.throttle(while: shouldThrottle, on: scheduler) }
+    }
+}

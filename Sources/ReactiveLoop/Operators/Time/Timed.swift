@@ -1,0 +1,31 @@
+import Foundation
+
+// Shared plumbing for time-based operators: each builds the observer of its input from the
+// output's serializing sink. Timer callbacks arrive on the scheduler's thread and change the
+// operator's state through `sink.send(computing:)`, so the state is confined to the output's
+// delivery owner and needs no lock.
+
+extension Signal {
+    @inlinable
+    func _timed<U, F>(_ make: @escaping (_SerialSink<U, F>, Lifetime) -> Observer) -> Signal<U, F> {
+        Signal<U, F>._serialized { sink, lifetime in
+            lifetime += self.observe(make(sink, lifetime))
+        }
+    }
+}
+
+extension SignalProducer {
+    @inlinable
+    func _timed<U, F>(
+        _ make: @escaping (_SerialSink<U, F>, Lifetime) -> Signal<Value, Error>.Observer
+    ) -> SignalProducer<U, F> {
+        SignalProducer<U, F>._serialized { sink, lifetime in
+            self._run(make(sink, lifetime), lifetime)
+        }
+    }
+}
+
+@usableFromInline
+func _checkInterval(_ interval: TimeInterval, _ api: StaticString) {
+    precondition(interval >= 0 && !interval.isNaN, "\(api): interval must be >= 0, got \(interval)")
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+extension Signal {
+    /// Forwards events until `interval` seconds have passed, then fails with `error` on
+    /// `scheduler` unless the signal terminated first.
+    ///
+    /// - Precondition: `interval >= 0`.
+    public func timeout(after interval: TimeInterval, raising error: Error, on scheduler: any DateScheduler) -> Signal<Value, Error> {
+        _checkInterval(interval, "timeout(after:raising:on:)")
+        return _timed { sink, lifetime in
+            lifetime += scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(interval)) {
+                sink.send(.failed(error))
+            }
+            return sink.input
+        }
+    }
+}
+
+extension Signal where Error == Never {
+    /// Forwards events until `interval` seconds have passed, then fails with `error`.
+    ///
+    /// - Precondition: `interval >= 0`.
+    public func timeout<NewError: Swift.Error>(
+        after interval: TimeInterval, raising error: NewError, on scheduler: any DateScheduler
+    ) -> Signal<Value, NewError> {
+        promoteError(NewError.self).timeout(after: interval, raising: error, on: scheduler)
+    }
+}
+
+extension SignalProducer {
+    /// Forwards events of each run until `interval` seconds have passed, then fails with
+    /// `error`; see `Signal.timeout(after:raising:on:)`.
+    ///
+    /// - Precondition: `interval >= 0`.
+    public func timeout(
+        after interval: TimeInterval, raising error: Error, on scheduler: any DateScheduler
+    ) -> SignalProducer<Value, Error> {
+        _checkInterval(interval, "timeout(after:raising:on:)")
+        return _timed { sink, lifetime in
+            lifetime += scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(interval)) {
+                sink.send(.failed(error))
+            }
+            return sink.input
+        }
+    }
+}
+
+extension SignalProducer where Error == Never {
+    /// Forwards events of each run until `interval` seconds have passed, then fails with `error`.
+    ///
+    /// - Precondition: `interval >= 0`.
+    public func timeout<NewError: Swift.Error>(
+        after interval: TimeInterval, raising error: NewError, on scheduler: any DateScheduler
+    ) -> SignalProducer<Value, NewError> {
+        promoteError(NewError.self).timeout(after: interval, raising: error, on: scheduler)
+    }
+}
