@@ -154,3 +154,16 @@ extension RealSchedulerTests {
         }
     }
 }
+
+extension RealSchedulerTests {
+    /// Regression: releasing a QueueScheduler dropped its pending timed actions, against the
+    /// `DateScheduler` contract.
+    @Test func timedActionsRunAfterTheQueueSchedulerIsReleased() {
+        let ran = DispatchSemaphore(value: 0)
+        do {
+            let scheduler = QueueScheduler(name: "released")
+            scheduler.schedule(after: Date().addingTimeInterval(0.05)) { ran.signal() }
+        }
+        #expect(ran.wait(timeout: .now() + 10) == .success)
+    }
+}

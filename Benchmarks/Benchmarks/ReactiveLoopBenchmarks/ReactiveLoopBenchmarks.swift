@@ -156,6 +156,48 @@ let benchmarks: @Sendable () -> Void = {
         blackHole(sum)
     }
 
+    // MARK: Schedulers and time (issue 4)
+
+    for (name, make) in [
+        ("throttle(1, on: TestScheduler)", { (signal: Signal<Int, Never>, scheduler: TestScheduler) in signal.throttle(1, on: scheduler) }),
+        ("debounce(1, on: TestScheduler)", { (signal: Signal<Int, Never>, scheduler: TestScheduler) in signal.debounce(1, on: scheduler) }),
+        ("delay(1, on: TestScheduler)", { (signal: Signal<Int, Never>, scheduler: TestScheduler) in signal.delay(1, on: scheduler) }),
+    ] {
+        Benchmark("\(name), per input") { benchmark in
+            var sum = 0
+            let scheduler = TestScheduler()
+            let (signal, input) = Signal<Int, Never>.pipe()
+            make(signal, scheduler).observeValues { sum &+= $0 }
+            benchmark.startMeasurement()
+            for index in benchmark.scaledIterations { input.send(value: index) }
+            benchmark.stopMeasurement()
+            scheduler.run()
+            blackHole(sum)
+        }
+    }
+
+    Benchmark("QueueScheduler.schedule, 1M actions", configuration: .init(scalingFactor: .mega, maxIterations: 5)) {
+        benchmark in
+        let scheduler = QueueScheduler(name: "benchmark")
+        var sum = 0
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations { scheduler.schedule { sum &+= index } }
+        scheduler.queue.sync {}
+        benchmark.stopMeasurement()
+        blackHole(sum)
+    }
+
+    Benchmark("DispatchQueue.async, 1M actions", configuration: .init(scalingFactor: .mega, maxIterations: 5)) {
+        benchmark in
+        let queue = DispatchQueue(label: "benchmark")
+        let sum = Counter()
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations { queue.async { sum.value &+= index } }
+        queue.sync {}
+        benchmark.stopMeasurement()
+        blackHole(sum.value)
+    }
+
     // MARK: Peer
 
     Benchmark("OpenCombine: send to 1 subscriber") { benchmark in
@@ -198,6 +240,11 @@ func withKind<R>(_ kind: _SignalCoreKind, _ body: () -> R) -> R {
     _SignalCoreKind.current = kind
     defer { _SignalCoreKind.current = previous }
     return body()
+}
+
+/// A counter touched only on one serial queue.
+final class Counter: @unchecked Sendable {
+    var value = 0
 }
 
 /// Hides a value from the optimizer so that baselines are not folded away.

@@ -145,6 +145,9 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
     private var nextSequence: UInt64 = 0
     // Protected by lock. The deadline the timer is armed for, if any.
     private var armedFor: UInt64?
+    // Protected by lock. Set while actions are pending: they run even if the scheduler that
+    // queued them is released (the `DateScheduler` contract).
+    private var keepAlive: _DeadlineQueue?
 
     init(queue: DispatchQueue) {
         timer = DispatchSource.makeTimerSource(queue: queue)
@@ -162,6 +165,7 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
             nextSequence += 1
             let index = items.partitionPoint { ($0.deadline, $0.sequence) < (item.deadline, item.sequence) }
             items.insert(item, at: index)
+            keepAlive = self
             armLocked()
         }
         return disposable
@@ -169,7 +173,10 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
 
     // Requires lock.
     private func armLocked() {
-        guard let soonest = items.last?.deadline else { return }
+        guard let soonest = items.last?.deadline else {
+            keepAlive = nil
+            return
+        }
         if let armedFor, armedFor <= soonest { return }
         armedFor = soonest
         timer.schedule(deadline: DispatchTime(uptimeNanoseconds: soonest), repeating: .never, leeway: .nanoseconds(0))

@@ -4,18 +4,19 @@ import Foundation
 /// clock read and a store; at most one timer is pending, re-armed only if values kept coming.
 @usableFromInline
 final class _DebounceState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.
-    let interval: TimeInterval
-    let scheduler: any DateScheduler
-    let discardWhenCompleted: Bool
-    let sink: _SerialSink<Value, Error>
-    let timer = SerialDisposable()
+    @usableFromInline let interval: TimeInterval
+    @usableFromInline let scheduler: any DateScheduler
+    @usableFromInline let discardWhenCompleted: Bool
+    @usableFromInline let sink: _SerialSink<Value, Error>
+    @usableFromInline let timer = SerialDisposable()
     // Confined to the owner of the sink's delivery.
-    var pending: Value?
+    @exclusivity(unchecked) @usableFromInline var pending: Value?
     // Confined to the owner of the sink's delivery. When the pending value arrived.
-    var lastUpdated = Date.distantPast
+    @exclusivity(unchecked) @usableFromInline var lastUpdated = Date.distantPast
     // Confined to the owner of the sink's delivery.
-    var armed = false
+    @exclusivity(unchecked) @usableFromInline var armed = false
 
+    @usableFromInline
     init(
         interval: TimeInterval, scheduler: any DateScheduler, discardWhenCompleted: Bool,
         sink: _SerialSink<Value, Error>, lifetime: Lifetime
@@ -27,6 +28,7 @@ final class _DebounceState<Value, Error: Swift.Error>: @unchecked Sendable {  //
         lifetime += timer
     }
 
+    @inlinable
     func receive(_ event: Signal<Value, Error>.Event) {
         switch event {
         case let .value(value):
@@ -64,7 +66,8 @@ final class _DebounceState<Value, Error: Swift.Error>: @unchecked Sendable {  //
         }
     }
 
-    private func fire() {
+    @usableFromInline
+    func fire() {
         let now = scheduler.currentDate
         var rearm: Date?
         sink.send {
@@ -90,6 +93,7 @@ extension Signal {
     ///     dropped and the completion is delivered at once. Failure and interruption are
     ///     delivered at once and drop it.
     /// - Precondition: `interval >= 0`.
+    @inlinable
     public func debounce(
         _ interval: TimeInterval, on scheduler: any DateScheduler, discardWhenCompleted: Bool = true
     ) -> Signal<Value, Error> {
@@ -109,6 +113,7 @@ extension SignalProducer {
     /// `Signal.debounce(_:on:discardWhenCompleted:)`.
     ///
     /// - Precondition: `interval >= 0`.
+    @inlinable
     public func debounce(
         _ interval: TimeInterval, on scheduler: any DateScheduler, discardWhenCompleted: Bool = true
     ) -> SignalProducer<Value, Error> {

@@ -4,17 +4,18 @@ import Foundation
 /// and at most one pending timer (not one timer per value).
 @usableFromInline
 final class _DelayState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.
-    let interval: TimeInterval
-    let scheduler: any DateScheduler
-    let sink: _SerialSink<Value, Error>
-    let timer = SerialDisposable()
+    @usableFromInline let interval: TimeInterval
+    @usableFromInline let scheduler: any DateScheduler
+    @usableFromInline let sink: _SerialSink<Value, Error>
+    @usableFromInline let timer = SerialDisposable()
     // Confined to the owner of the sink's delivery.
-    var queue: [(deadline: Date, event: Signal<Value, Error>.Event)] = []
+    @exclusivity(unchecked) @usableFromInline var queue: [(deadline: Date, event: Signal<Value, Error>.Event)] = []
     // Confined to the owner of the sink's delivery.
-    var head = 0
+    @exclusivity(unchecked) @usableFromInline var head = 0
     // Confined to the owner of the sink's delivery.
-    var armed = false
+    @exclusivity(unchecked) @usableFromInline var armed = false
 
+    @usableFromInline
     init(interval: TimeInterval, scheduler: any DateScheduler, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
         self.interval = interval
         self.scheduler = scheduler
@@ -22,6 +23,7 @@ final class _DelayState<Value, Error: Swift.Error>: @unchecked Sendable {  // Co
         lifetime += timer
     }
 
+    @inlinable
     func receive(_ event: Signal<Value, Error>.Event) {
         switch event {
         case .value, .completed:
@@ -43,7 +45,8 @@ final class _DelayState<Value, Error: Swift.Error>: @unchecked Sendable {  // Co
         }
     }
 
-    private func fire() {
+    @usableFromInline
+    func fire() {
         while true {
             let now = scheduler.currentDate
             var next: Date?
@@ -81,6 +84,7 @@ extension Signal {
     /// `scheduler` at once and drops what was still waiting.
     ///
     /// - Precondition: `interval >= 0`.
+    @inlinable
     public func delay(_ interval: TimeInterval, on scheduler: any DateScheduler) -> Signal<Value, Error> {
         _checkInterval(interval, "delay(_:on:)")
         return _timed { sink, lifetime in
@@ -94,6 +98,7 @@ extension SignalProducer {
     /// Delays each value and the completion of each run; see `Signal.delay(_:on:)`.
     ///
     /// - Precondition: `interval >= 0`.
+    @inlinable
     public func delay(_ interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
         _checkInterval(interval, "delay(_:on:)")
         return _timed { sink, lifetime in

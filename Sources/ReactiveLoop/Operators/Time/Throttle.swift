@@ -5,15 +5,16 @@ import Foundation
 /// and once per interval while values keep coming (one timer).
 @usableFromInline
 final class _ThrottleState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.
-    let interval: TimeInterval
-    let scheduler: any DateScheduler
-    let sink: _SerialSink<Value, Error>
-    let timer = SerialDisposable()
+    @usableFromInline let interval: TimeInterval
+    @usableFromInline let scheduler: any DateScheduler
+    @usableFromInline let sink: _SerialSink<Value, Error>
+    @usableFromInline let timer = SerialDisposable()
     // Confined to the owner of the sink's delivery. A value waits for the window to end.
-    var pending: Value?
+    @exclusivity(unchecked) @usableFromInline var pending: Value?
     // Confined to the owner of the sink's delivery. True from a send until `interval` later.
-    var windowOpen = false
+    @exclusivity(unchecked) @usableFromInline var windowOpen = false
 
+    @usableFromInline
     init(interval: TimeInterval, scheduler: any DateScheduler, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
         self.interval = interval
         self.scheduler = scheduler
@@ -21,6 +22,7 @@ final class _ThrottleState<Value, Error: Swift.Error>: @unchecked Sendable {  //
         lifetime += timer
     }
 
+    @inlinable
     func receive(_ event: Signal<Value, Error>.Event) {
         guard case let .value(value) = event else {
             timer.dispose()
@@ -40,7 +42,8 @@ final class _ThrottleState<Value, Error: Swift.Error>: @unchecked Sendable {  //
     }
 
     /// Sends the pending value and keeps the window open for another interval, or closes it.
-    private func flush() {
+    @usableFromInline
+    func flush() {
         var sent = false
         sink.send {
             guard let value = pending else {
@@ -67,6 +70,7 @@ extension Signal {
     /// A terminal event is delivered on `scheduler` at once; a held value is dropped.
     ///
     /// - Precondition: `interval >= 0`.
+    @inlinable
     public func throttle(_ interval: TimeInterval, on scheduler: any DateScheduler) -> Signal<Value, Error> {
         _checkInterval(interval, "throttle(_:on:)")
         return _timed { sink, lifetime in
@@ -110,6 +114,7 @@ extension SignalProducer {
     /// Sends at most one value per `interval` seconds; see `Signal.throttle(_:on:)`.
     ///
     /// - Precondition: `interval >= 0`.
+    @inlinable
     public func throttle(_ interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
         _checkInterval(interval, "throttle(_:on:)")
         return _timed { sink, lifetime in
