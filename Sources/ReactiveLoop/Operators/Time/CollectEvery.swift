@@ -28,6 +28,22 @@ final class _CollectEveryState<Value, Error: Swift.Error>: @unchecked Sendable {
         }
     }
 
+    /// The operator for one run: builds the state and returns the observer of the input.
+    static func adapter(
+        _ interval: DispatchTimeInterval, _ scheduler: any DateScheduler, _ skipEmpty: Bool, _ discardWhenCompleted: Bool
+    ) -> (_SerialSink<[Value], Error>, Lifetime) -> Signal<Value, Error>.Observer {
+        precondition(
+            interval.nanoseconds > 0,
+            "collect(every:on:skipEmpty:discardWhenCompleted:): interval must be positive, got \(interval)")
+        return { sink, lifetime in
+            Signal.Observer(
+                _CollectEveryState(
+                    interval: interval, scheduler: scheduler, skipEmpty: skipEmpty,
+                    discardWhenCompleted: discardWhenCompleted, sink: sink, lifetime: lifetime
+                ).receive)
+        }
+    }
+
     func receive(_ event: Signal<Value, Error>.Event) {
         switch event {
         case let .value(value):
@@ -59,16 +75,7 @@ extension Signal {
         every interval: DispatchTimeInterval, on scheduler: any DateScheduler, skipEmpty: Bool = false,
         discardWhenCompleted: Bool = true
     ) -> Signal<[Value], Error> {
-        precondition(
-            interval.nanoseconds > 0,
-            "collect(every:on:skipEmpty:discardWhenCompleted:): interval must be positive, got \(interval)")
-        return _timed { sink, lifetime in
-            Observer(
-                _CollectEveryState(
-                    interval: interval, scheduler: scheduler, skipEmpty: skipEmpty,
-                    discardWhenCompleted: discardWhenCompleted, sink: sink, lifetime: lifetime
-                ).receive)
-        }
+        _timed(_CollectEveryState.adapter(interval, scheduler, skipEmpty, discardWhenCompleted))
     }
 }
 
@@ -78,15 +85,6 @@ extension SignalProducer {
         every interval: DispatchTimeInterval, on scheduler: any DateScheduler, skipEmpty: Bool = false,
         discardWhenCompleted: Bool = true
     ) -> SignalProducer<[Value], Error> {
-        precondition(
-            interval.nanoseconds > 0,
-            "collect(every:on:skipEmpty:discardWhenCompleted:): interval must be positive, got \(interval)")
-        return _timed { sink, lifetime in
-            Signal.Observer(
-                _CollectEveryState(
-                    interval: interval, scheduler: scheduler, skipEmpty: skipEmpty,
-                    discardWhenCompleted: discardWhenCompleted, sink: sink, lifetime: lifetime
-                ).receive)
-        }
+        _timed(_CollectEveryState.adapter(interval, scheduler, skipEmpty, discardWhenCompleted))
     }
 }

@@ -28,6 +28,20 @@ final class _DebounceState<Value, Error: Swift.Error>: @unchecked Sendable {  //
         lifetime += timer
     }
 
+    /// The operator for one run: builds the state and returns the observer of the input.
+    @inlinable
+    static func adapter(
+        _ interval: TimeInterval, _ scheduler: any DateScheduler, _ discardWhenCompleted: Bool
+    ) -> (_SerialSink<Value, Error>, Lifetime) -> Signal<Value, Error>.Observer {
+        { sink, lifetime in
+            Signal.Observer(
+                _DebounceState(
+                    interval: interval, scheduler: scheduler, discardWhenCompleted: discardWhenCompleted, sink: sink,
+                    lifetime: lifetime
+                ).receive)
+        }
+    }
+
     @inlinable
     func receive(_ event: Signal<Value, Error>.Event) {
         switch event {
@@ -98,13 +112,7 @@ extension Signal {
         _ interval: TimeInterval, on scheduler: any DateScheduler, discardWhenCompleted: Bool = true
     ) -> Signal<Value, Error> {
         _checkInterval(interval, "debounce(_:on:discardWhenCompleted:)")
-        return _timed { sink, lifetime in
-            Observer(
-                _DebounceState(
-                    interval: interval, scheduler: scheduler, discardWhenCompleted: discardWhenCompleted, sink: sink,
-                    lifetime: lifetime
-                ).receive)
-        }
+        return _timed(_DebounceState.adapter(interval, scheduler, discardWhenCompleted))
     }
 }
 
@@ -118,12 +126,6 @@ extension SignalProducer {
         _ interval: TimeInterval, on scheduler: any DateScheduler, discardWhenCompleted: Bool = true
     ) -> SignalProducer<Value, Error> {
         _checkInterval(interval, "debounce(_:on:discardWhenCompleted:)")
-        return _timed { sink, lifetime in
-            Signal.Observer(
-                _DebounceState(
-                    interval: interval, scheduler: scheduler, discardWhenCompleted: discardWhenCompleted, sink: sink,
-                    lifetime: lifetime
-                ).receive)
-        }
+        return _timed(_DebounceState.adapter(interval, scheduler, discardWhenCompleted))
     }
 }

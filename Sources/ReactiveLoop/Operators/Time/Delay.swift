@@ -23,6 +23,16 @@ final class _DelayState<Value, Error: Swift.Error>: @unchecked Sendable {  // Co
         lifetime += timer
     }
 
+    /// The operator for one run: builds the state and returns the observer of the input.
+    @inlinable
+    static func adapter(
+        _ interval: TimeInterval, _ scheduler: any DateScheduler
+    ) -> (_SerialSink<Value, Error>, Lifetime) -> Signal<Value, Error>.Observer {
+        { sink, lifetime in
+            Signal.Observer(_DelayState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
+        }
+    }
+
     @inlinable
     func receive(_ event: Signal<Value, Error>.Event) {
         switch event {
@@ -87,10 +97,7 @@ extension Signal {
     @inlinable
     public func delay(_ interval: TimeInterval, on scheduler: any DateScheduler) -> Signal<Value, Error> {
         _checkInterval(interval, "delay(_:on:)")
-        return _timed { sink, lifetime in
-            let state = _DelayState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime)
-            return Observer(state.receive)
-        }
+        return _timed(_DelayState.adapter(interval, scheduler))
     }
 }
 
@@ -101,9 +108,6 @@ extension SignalProducer {
     @inlinable
     public func delay(_ interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
         _checkInterval(interval, "delay(_:on:)")
-        return _timed { sink, lifetime in
-            let state = _DelayState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime)
-            return Signal.Observer(state.receive)
-        }
+        return _timed(_DelayState.adapter(interval, scheduler))
     }
 }

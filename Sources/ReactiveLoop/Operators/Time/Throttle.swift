@@ -22,6 +22,16 @@ final class _ThrottleState<Value, Error: Swift.Error>: @unchecked Sendable {  //
         lifetime += timer
     }
 
+    /// The operator for one run: builds the state and returns the observer of the input.
+    @inlinable
+    static func adapter(
+        _ interval: TimeInterval, _ scheduler: any DateScheduler
+    ) -> (_SerialSink<Value, Error>, Lifetime) -> Signal<Value, Error>.Observer {
+        { sink, lifetime in
+            Signal.Observer(_ThrottleState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
+        }
+    }
+
     @inlinable
     func receive(_ event: Signal<Value, Error>.Event) {
         guard case let .value(value) = event else {
@@ -73,9 +83,7 @@ extension Signal {
     @inlinable
     public func throttle(_ interval: TimeInterval, on scheduler: any DateScheduler) -> Signal<Value, Error> {
         _checkInterval(interval, "throttle(_:on:)")
-        return _timed { sink, lifetime in
-            Observer(_ThrottleState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
-        }
+        return _timed(_ThrottleState.adapter(interval, scheduler))
     }
 
     /// Holds values while `shouldThrottle` is `true` and sends the latest held one when it
@@ -117,9 +125,7 @@ extension SignalProducer {
     @inlinable
     public func throttle(_ interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
         _checkInterval(interval, "throttle(_:on:)")
-        return _timed { sink, lifetime in
-            Signal.Observer(_ThrottleState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
-        }
+        return _timed(_ThrottleState.adapter(interval, scheduler))
     }
 
     /// Holds values while `shouldThrottle` is `true`; see `Signal.throttle(while:on:)`.

@@ -1,18 +1,26 @@
 import Foundation
 
+/// timeout for one run: fails the output at the deadline, forwards the input otherwise.
+@usableFromInline
+func _timeoutAdapter<Value, Error: Swift.Error>(
+    _ interval: TimeInterval, _ error: Error, _ scheduler: any DateScheduler
+) -> (_SerialSink<Value, Error>, Lifetime) -> Signal<Value, Error>.Observer {
+    _checkInterval(interval, "timeout(after:raising:on:)")
+    return { sink, lifetime in
+        lifetime += scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(interval)) {
+            sink.send(.failed(error))
+        }
+        return sink.input
+    }
+}
+
 extension Signal {
     /// Forwards events until `interval` seconds have passed, then fails with `error` on
     /// `scheduler` unless the signal terminated first.
     ///
     /// - Precondition: `interval >= 0`.
     public func timeout(after interval: TimeInterval, raising error: Error, on scheduler: any DateScheduler) -> Signal<Value, Error> {
-        _checkInterval(interval, "timeout(after:raising:on:)")
-        return _timed { sink, lifetime in
-            lifetime += scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(interval)) {
-                sink.send(.failed(error))
-            }
-            return sink.input
-        }
+        _timed(_timeoutAdapter(interval, error, scheduler))
     }
 }
 
@@ -35,13 +43,7 @@ extension SignalProducer {
     public func timeout(
         after interval: TimeInterval, raising error: Error, on scheduler: any DateScheduler
     ) -> SignalProducer<Value, Error> {
-        _checkInterval(interval, "timeout(after:raising:on:)")
-        return _timed { sink, lifetime in
-            lifetime += scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(interval)) {
-                sink.send(.failed(error))
-            }
-            return sink.input
-        }
+        _timed(_timeoutAdapter(interval, error, scheduler))
     }
 }
 
