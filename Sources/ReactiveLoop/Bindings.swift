@@ -58,7 +58,9 @@ public struct BindingTarget<Value>: BindingTargetProvider {
 
     /// Creates a target that runs `action` with each value on `scheduler`, for as long as
     /// `lifetime` lasts.
-    public init(on scheduler: any Scheduler = ImmediateScheduler(), lifetime: Lifetime, action: @escaping (Value) -> Void) {
+    public init(
+        on scheduler: any Scheduler = ImmediateScheduler(), lifetime: Lifetime, action: @escaping (Value) -> Void
+    ) {
         self.lifetime = lifetime
         if scheduler is ImmediateScheduler {
             self.action = action

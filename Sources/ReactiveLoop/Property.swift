@@ -131,4 +131,3 @@ extension Property where Value: OptionalProtocol {
 }
 
 extension Property: @unchecked Sendable {}  // Immutable; the storage is thread safe.
-

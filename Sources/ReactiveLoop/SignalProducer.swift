@@ -91,7 +91,8 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     }
 
     @inlinable
-    static func _send(_ result: Result<Value, Error>, to observer: Signal<Value, Error>.Observer, _ lifetime: Lifetime) {
+    static func _send(_ result: Result<Value, Error>, to observer: Signal<Value, Error>.Observer, _ lifetime: Lifetime)
+    {
         switch result {
         case let .success(value):
             observer.send(value: value)
@@ -297,9 +298,11 @@ extension SignalProducer {
     func _lift<U, F>(
         _ adapter: @escaping (Signal<U, F>.Observer, Lifetime) -> Signal<Value, Error>.Observer
     ) -> SignalProducer<U, F> {
-        SignalProducer<U, F>(.run, { downstream, lifetime in
-            self._run(adapter(downstream, lifetime), lifetime)
-        })
+        SignalProducer<U, F>(
+            .run,
+            { downstream, lifetime in
+                self._run(adapter(downstream, lifetime), lifetime)
+            })
     }
 }
 

@@ -156,9 +156,10 @@ struct OperatorLeakTests {
         outer.flatten(.latest).observeValues { _ in }
         for _ in 0..<3 {
             let tracked = Tracked { released.modify { $0 += 1 } }
-            outerInput.send(value: SignalProducer { observer, lifetime in
-                lifetime.observeEnded { _ = (observer, tracked) }
-            })
+            outerInput.send(
+                value: SignalProducer { observer, lifetime in
+                    lifetime.observeEnded { _ = (observer, tracked) }
+                })
         }
         #expect(released.value == 2)
         outerInput.sendInterrupted()

@@ -142,9 +142,11 @@ struct FlattenTests {
         #expect(failed.events == [.failed(TestError(code: 1))])
 
         let interrupted = Recorder<Int, TestError>()
-        SignalProducer<SignalProducer<Int, TestError>, TestError>(value: SignalProducer { observer, _ in
-            observer.sendInterrupted()
-        }).flatten(.merge).start(interrupted.observer)
+        SignalProducer<SignalProducer<Int, TestError>, TestError>(
+            value: SignalProducer { observer, _ in
+                observer.sendInterrupted()
+            }
+        ).flatten(.merge).start(interrupted.observer)
         #expect(interrupted.events == [.interrupted])
     }
 

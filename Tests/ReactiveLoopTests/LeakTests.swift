@@ -24,7 +24,9 @@ struct LeakTests {
         let signal = Signal<Int, Never> { observer, lifetime in
             input = observer
             let tracked = Tracked { released.value = true }
-            lifetime.observeEnded { _ = tracked; ended.value = true }
+            lifetime.observeEnded {
+                _ = tracked; ended.value = true
+            }
         }
         signal.observeValues { _ in }
         #expect(!ended.value)
@@ -100,12 +102,13 @@ struct LeakTests {
         let (outer, outerInput) = Signal<SignalProducer<Int, Never>, Never>.pipe()
         let disposable = SignalProducer(outer).flatten(.merge).start()
         for _ in 0..<3 {
-            outerInput.send(value: SignalProducer { observer, lifetime in
-                lifetime.observeEnded {
-                    _ = observer  // Kept so that the inner run lasts until it is disposed.
-                    innerEnded.modify { $0 += 1 }
-                }
-            })
+            outerInput.send(
+                value: SignalProducer { observer, lifetime in
+                    lifetime.observeEnded {
+                        _ = observer  // Kept so that the inner run lasts until it is disposed.
+                        innerEnded.modify { $0 += 1 }
+                    }
+                })
         }
         #expect(innerEnded.value == 0)
         disposable.dispose()

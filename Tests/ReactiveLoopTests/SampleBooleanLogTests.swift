@@ -82,7 +82,8 @@ struct SampleTests {
         #expect(fromProducer.values.map { "\($0.0)\($0.1)" } == ["7p", "7q"])
 
         let producerForm = Recorder<(Int, Int), Never>()
-        SignalProducer<Int, Never>([1, 2]).withLatest(from: SignalProducer<Int, Never>(value: 9)).start(producerForm.observer)
+        SignalProducer<Int, Never>([1, 2]).withLatest(from: SignalProducer<Int, Never>(value: 9)).start(
+            producerForm.observer)
         SignalProducer<Int, Never>([3]).withLatest(from: Property(value: 8)).start(producerForm.observer)
         #expect(producerForm.values.map { [$0.0, $0.1] } == [[1, 9], [2, 9], [3, 8]])
     }
@@ -104,7 +105,8 @@ struct SampleTests {
         lateInput.send(value: 2)
         #expect(producer.values == [1, 2])
         let viaProducer = Recorder<Int, Never>()
-        SignalProducer<Int, Never>.never.take(untilReplacement: SignalProducer<Int, Never>(value: 3)).start(viaProducer.observer)
+        SignalProducer<Int, Never>.never.take(untilReplacement: SignalProducer<Int, Never>(value: 3)).start(
+            viaProducer.observer)
         #expect(viaProducer.events == [.value(3), .completed])
     }
 
@@ -177,8 +179,10 @@ struct BooleanTests {
         #expect(SignalProducer.any(f, f).first() == .success(false))
         #expect(SignalProducer<Bool, Never>.all([SignalProducer<Bool, Never>]()).first() == .success(true))
         #expect(SignalProducer<Bool, Never>.any([SignalProducer<Bool, Never>]()).first() == .success(false))
-        #expect(SignalProducer<Bool, Never>.all([Property(value: true), Property(value: false)]).first() == .success(false))
-        #expect(SignalProducer<Bool, Never>.any([Property(value: true), Property(value: false)]).first() == .success(true))
+        #expect(
+            SignalProducer<Bool, Never>.all([Property(value: true), Property(value: false)]).first() == .success(false))
+        #expect(
+            SignalProducer<Bool, Never>.any([Property(value: true), Property(value: false)]).first() == .success(true))
     }
 }
 

@@ -8,7 +8,9 @@ struct TestSchedulerTests {
     @Test func advanceRunsWhatFallsDueInDeadlineOrderWithTheClockAtEachDeadline() {
         let scheduler = TestScheduler(startDate: Date(timeIntervalSinceReferenceDate: 100))
         let log = Box<[String]>([])
-        scheduler.schedule(after: .seconds(2)) { log.modify { $0.append("b@\(scheduler.currentDate.timeIntervalSinceReferenceDate)") } }
+        scheduler.schedule(after: .seconds(2)) {
+            log.modify { $0.append("b@\(scheduler.currentDate.timeIntervalSinceReferenceDate)") }
+        }
         scheduler.schedule(after: Date(timeIntervalSinceReferenceDate: 101)) {
             log.modify { $0.append("a@\(scheduler.currentDate.timeIntervalSinceReferenceDate)") }
             // Scheduled while advancing, due within this advance: runs in it.

@@ -50,7 +50,8 @@ struct ThenRetryTests {
         #expect(recorder.events == [.value(1), .value(7), .completed])
         let (signal, input) = Signal<Int, TestError>.pipe()
         let viaSignal = Recorder<Int, TestError>()
-        signal.flatMapError { _ in SignalProducer<Int, TestError>(error: TestError(code: 9)) }.observe(viaSignal.observer)
+        signal.flatMapError { _ in SignalProducer<Int, TestError>(error: TestError(code: 9)) }.observe(
+            viaSignal.observer)
         let viaConvertible = Recorder<Int, Never>()
         signal.flatMapError { _ in Property(value: 0) }.observe(viaConvertible.observer)
         input.send(value: 1)

@@ -25,7 +25,9 @@ final class Timeline<Value, Error: Swift.Error>: @unchecked Sendable {
 }
 
 /// Sends `events` into `input` at the given virtual times.
-func play<V, E>(_ events: [(Double, Signal<V, E>.Event)], into input: Signal<V, E>.Observer, on scheduler: TestScheduler) {
+func play<V, E>(
+    _ events: [(Double, Signal<V, E>.Event)], into input: Signal<V, E>.Observer, on scheduler: TestScheduler
+) {
     for (time, event) in events {
         scheduler.schedule(after: Date(timeIntervalSinceReferenceDate: time)) { input.send(event) }
     }
@@ -137,7 +139,8 @@ struct TimeOperatorTests {
         SignalProducer<Int, TestError>(value: 1).timeout(after: 2, raising: TestError(), on: scheduler)
             .start(completed.observer)
         let promoted = Timeline<Int, TestError>(scheduler)
-        SignalProducer<Int, Never>.never.timeout(after: 1, raising: TestError(code: 3), on: scheduler).start(promoted.observer)
+        SignalProducer<Int, Never>.never.timeout(after: 1, raising: TestError(code: 3), on: scheduler).start(
+            promoted.observer)
         let (signal, _input) = Signal<Int, Never>.pipe()
         let viaSignal = Timeline<Int, TestError>(scheduler)
         signal.timeout(after: 3, raising: TestError(code: 4), on: scheduler).observe(viaSignal.observer)
@@ -163,7 +166,9 @@ struct TimeOperatorTests {
         #expect(dates.entries.count == 6)
         #expect(dates.entries.first?.hasPrefix("1.0:VALUE") == true)
         #expect(ints.entries.prefix(3) == ["0.5:VALUE 0", "1.0:VALUE 1", "1.5:VALUE 2"])
-        #expect(letters.entries == ["2.0:VALUE a", "4.0:VALUE b", "6.0:COMPLETED"] || letters.entries == ["2.0:VALUE a", "4.0:VALUE b"])
+        #expect(
+            letters.entries == ["2.0:VALUE a", "4.0:VALUE b", "6.0:COMPLETED"]
+                || letters.entries == ["2.0:VALUE a", "4.0:VALUE b"])
         scheduler.advance(by: 2)
         #expect(letters.entries == ["2.0:VALUE a", "4.0:VALUE b", "6.0:COMPLETED"])
     }
@@ -361,11 +366,12 @@ extension RealTimeOperatorTests {
         #expect(observed == [.value(1), .value(2), .completed])
         #expect(onQueue.value == [true, true])
         let startedOnQueue = Box(false)
-        let started = collectEvents(SignalProducer<Int, Never> { observer, _ in
-            startedOnQueue.value = DispatchQueue.getSpecific(key: key) == true
-            observer.send(value: 3)
-            observer.sendCompleted()
-        }.start(on: scheduler))
+        let started = collectEvents(
+            SignalProducer<Int, Never> { observer, _ in
+                startedOnQueue.value = DispatchQueue.getSpecific(key: key) == true
+                observer.send(value: 3)
+                observer.sendCompleted()
+            }.start(on: scheduler))
         #expect(started == [.value(3), .completed])
         #expect(startedOnQueue.value)
         let lazy = collectEvents(SignalProducer<Int, Never>([1, 2, 3]).lazyMap(on: scheduler) { $0 * 10 })

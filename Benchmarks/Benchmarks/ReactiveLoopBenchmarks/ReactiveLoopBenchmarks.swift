@@ -159,22 +159,31 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: Schedulers and time (issue 4)
 
     for (name, make) in [
-        ("throttle(1, on: TestScheduler)", { (signal: Signal<Int, Never>, scheduler: TestScheduler) in signal.throttle(1, on: scheduler) }),
-        ("debounce(1, on: TestScheduler)", { (signal: Signal<Int, Never>, scheduler: TestScheduler) in signal.debounce(1, on: scheduler) }),
-        ("delay(1, on: TestScheduler)", { (signal: Signal<Int, Never>, scheduler: TestScheduler) in signal.delay(1, on: scheduler) }),
+        (
+            "throttle(1, on: TestScheduler)",
+            { (signal: Signal<Int, Never>, scheduler: TestScheduler) in signal.throttle(1, on: scheduler) }
+        ),
+        (
+            "debounce(1, on: TestScheduler)",
+            { (signal: Signal<Int, Never>, scheduler: TestScheduler) in signal.debounce(1, on: scheduler) }
+        ),
+        (
+            "delay(1, on: TestScheduler)",
+            { (signal: Signal<Int, Never>, scheduler: TestScheduler) in signal.delay(1, on: scheduler) }
+        ),
     ] {
         for kind in [_SignalCoreKind.lockFree, .locked] {
-        Benchmark("\(name), per input (\(kind == .lockFree ? "lock-free" : "locked"))") { benchmark in
-            var sum = 0
-            let scheduler = TestScheduler()
-            let (signal, input) = withKind(kind) { Signal<Int, Never>.pipe() }
-            withKind(kind) { make(signal, scheduler) }.observeValues { sum &+= $0 }
-            benchmark.startMeasurement()
-            for index in benchmark.scaledIterations { input.send(value: index) }
-            benchmark.stopMeasurement()
-            scheduler.run()
-            blackHole(sum)
-        }
+            Benchmark("\(name), per input (\(kind == .lockFree ? "lock-free" : "locked"))") { benchmark in
+                var sum = 0
+                let scheduler = TestScheduler()
+                let (signal, input) = withKind(kind) { Signal<Int, Never>.pipe() }
+                withKind(kind) { make(signal, scheduler) }.observeValues { sum &+= $0 }
+                benchmark.startMeasurement()
+                for index in benchmark.scaledIterations { input.send(value: index) }
+                benchmark.stopMeasurement()
+                scheduler.run()
+                blackHole(sum)
+            }
         }
     }
 

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A non-recursive mutex backed by `pthread_mutex_t`, with an optional condition variable.
@@ -87,8 +87,8 @@ final class _Lock: @unchecked Sendable {  // Safe: every access goes through the
 @inlinable
 func _currentThreadID() -> UInt {
     #if canImport(Darwin)
-    return UInt(bitPattern: pthread_self())
+        return UInt(bitPattern: pthread_self())
     #else
-    return UInt(pthread_self())
+        return UInt(pthread_self())
     #endif
 }

@@ -198,7 +198,9 @@ final class _SignalCore<Value, Error: Swift.Error> {
                 sendLock.unsafelyUnwrapped.unlock()
                 return
             }
-            if _fastPath(state.compareExchange(expected: Self.ownerBits(me), desired: 0, ordering: .releasing).exchanged) {
+            if _fastPath(
+                state.compareExchange(expected: Self.ownerBits(me), desired: 0, ordering: .releasing).exchanged)
+            {
                 return
             }
             guard releaseWithFlags(me) else { return }

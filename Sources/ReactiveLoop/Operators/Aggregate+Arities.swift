@@ -4,55 +4,170 @@ extension Signal {
     /// Aggregates 2 signals as `combineLatest(with:)` does for two.
     @inlinable
     public static func combineLatest<B>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>) -> Signal<(Value, B), Error> {
-        Signal<(Value, B), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first) }
+        Signal<(Value, B), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b)]) {
+            (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first)
+        }
     }
 
     /// Aggregates 3 signals as `combineLatest(with:)` does for two.
     @inlinable
-    public static func combineLatest<B, C>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>) -> Signal<(Value, B, C), Error> {
-        Signal<(Value, B, C), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first) }
+    public static func combineLatest<B, C>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>)
+        -> Signal<(Value, B, C), Error>
+    {
+        Signal<(Value, B, C), Error>._aggregate(
+            .combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c)]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first
+            )
+        }
     }
 
     /// Aggregates 4 signals as `combineLatest(with:)` does for two.
     @inlinable
-    public static func combineLatest<B, C, D>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>) -> Signal<(Value, B, C, D), Error> {
-        Signal<(Value, B, C, D), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first) }
+    public static func combineLatest<B, C, D>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>
+    ) -> Signal<(Value, B, C, D), Error> {
+        Signal<(Value, B, C, D), Error>._aggregate(
+            .combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d)]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first
+            )
+        }
     }
 
     /// Aggregates 5 signals as `combineLatest(with:)` does for two.
     @inlinable
-    public static func combineLatest<B, C, D, E>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>) -> Signal<(Value, B, C, D, E), Error> {
-        Signal<(Value, B, C, D, E), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first) }
+    public static func combineLatest<B, C, D, E>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>
+    ) -> Signal<(Value, B, C, D, E), Error> {
+        Signal<(Value, B, C, D, E), Error>._aggregate(
+            .combineLatest,
+            [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e)]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first
+            )
+        }
     }
 
     /// Aggregates 6 signals as `combineLatest(with:)` does for two.
     @inlinable
-    public static func combineLatest<B, C, D, E, F>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>) -> Signal<(Value, B, C, D, E, F), Error> {
-        Signal<(Value, B, C, D, E, F), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first) }
+    public static func combineLatest<B, C, D, E, F>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>, _ f: Signal<F, Error>
+    ) -> Signal<(Value, B, C, D, E, F), Error> {
+        Signal<(Value, B, C, D, E, F), Error>._aggregate(
+            .combineLatest,
+            [
+                _AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e),
+                _AggregateSource(f),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first
+            )
+        }
     }
 
     /// Aggregates 7 signals as `combineLatest(with:)` does for two.
     @inlinable
-    public static func combineLatest<B, C, D, E, F, G>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>) -> Signal<(Value, B, C, D, E, F, G), Error> {
-        Signal<(Value, B, C, D, E, F, G), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first) }
+    public static func combineLatest<B, C, D, E, F, G>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>
+    ) -> Signal<(Value, B, C, D, E, F, G), Error> {
+        Signal<(Value, B, C, D, E, F, G), Error>._aggregate(
+            .combineLatest,
+            [
+                _AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e),
+                _AggregateSource(f), _AggregateSource(g),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first,
+                _AggregateSlotOf<G>.of($0[6]).first
+            )
+        }
     }
 
     /// Aggregates 8 signals as `combineLatest(with:)` does for two.
     @inlinable
-    public static func combineLatest<B, C, D, E, F, G, H>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>) -> Signal<(Value, B, C, D, E, F, G, H), Error> {
-        Signal<(Value, B, C, D, E, F, G, H), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first) }
+    public static func combineLatest<B, C, D, E, F, G, H>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>
+    ) -> Signal<(Value, B, C, D, E, F, G, H), Error> {
+        Signal<(Value, B, C, D, E, F, G, H), Error>._aggregate(
+            .combineLatest,
+            [
+                _AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e),
+                _AggregateSource(f), _AggregateSource(g), _AggregateSource(h),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first,
+                _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first
+            )
+        }
     }
 
     /// Aggregates 9 signals as `combineLatest(with:)` does for two.
     @inlinable
-    public static func combineLatest<B, C, D, E, F, G, H, I>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>, _ i: Signal<I, Error>) -> Signal<(Value, B, C, D, E, F, G, H, I), Error> {
-        Signal<(Value, B, C, D, E, F, G, H, I), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first, _AggregateSlotOf<I>.of($0[8]).first) }
+    public static func combineLatest<B, C, D, E, F, G, H, I>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>,
+        _ i: Signal<I, Error>
+    ) -> Signal<(Value, B, C, D, E, F, G, H, I), Error> {
+        Signal<(Value, B, C, D, E, F, G, H, I), Error>._aggregate(
+            .combineLatest,
+            [
+                _AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e),
+                _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first,
+                _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first,
+                _AggregateSlotOf<I>.of($0[8]).first
+            )
+        }
     }
 
     /// Aggregates 10 signals as `combineLatest(with:)` does for two.
     @inlinable
-    public static func combineLatest<B, C, D, E, F, G, H, I, J>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>, _ i: Signal<I, Error>, _ j: Signal<J, Error>) -> Signal<(Value, B, C, D, E, F, G, H, I, J), Error> {
-        Signal<(Value, B, C, D, E, F, G, H, I, J), Error>._aggregate(.combineLatest, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i), _AggregateSource(j)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first, _AggregateSlotOf<I>.of($0[8]).first, _AggregateSlotOf<J>.of($0[9]).first) }
+    public static func combineLatest<B, C, D, E, F, G, H, I, J>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>,
+        _ i: Signal<I, Error>, _ j: Signal<J, Error>
+    ) -> Signal<(Value, B, C, D, E, F, G, H, I, J), Error> {
+        Signal<(Value, B, C, D, E, F, G, H, I, J), Error>._aggregate(
+            .combineLatest,
+            [
+                _AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e),
+                _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i), _AggregateSource(j),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first,
+                _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first,
+                _AggregateSlotOf<I>.of($0[8]).first, _AggregateSlotOf<J>.of($0[9]).first
+            )
+        }
     }
 }
 
@@ -60,64 +175,223 @@ extension SignalProducer {
     /// Aggregates 2 producers as `combineLatest(with:)` does for two, on each run.
     @inlinable
     public static func combineLatest<A, B>(_ a: A, _ b: B) -> SignalProducer<(Value, B.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, B.Error == Error {
-        SignalProducer<(Value, B.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first) }
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, B.Error == Error
+    {
+        SignalProducer<(Value, B.Value), Error>._aggregate(
+            .combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer)]
+        ) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first) }
     }
 
     /// Aggregates 3 producers as `combineLatest(with:)` does for two, on each run.
     @inlinable
-    public static func combineLatest<A, B, C>(_ a: A, _ b: B, _ c: C) -> SignalProducer<(Value, B.Value, C.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, B.Error == Error, C.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first) }
+    public static func combineLatest<A, B, C>(_ a: A, _ b: B, _ c: C) -> SignalProducer<
+        (Value, B.Value, C.Value), Error
+    >
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, B.Error == Error, C.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value), Error>._aggregate(
+            .combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer)]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first
+            )
+        }
     }
 
     /// Aggregates 4 producers as `combineLatest(with:)` does for two, on each run.
     @inlinable
-    public static func combineLatest<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> SignalProducer<(Value, B.Value, C.Value, D.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first) }
+    public static func combineLatest<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> SignalProducer<
+        (Value, B.Value, C.Value, D.Value), Error
+    >
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value), Error>._aggregate(
+            .combineLatest,
+            [
+                _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                _AggregateSource(d.producer),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first
+            )
+        }
     }
 
     /// Aggregates 5 producers as `combineLatest(with:)` does for two, on each run.
     @inlinable
-    public static func combineLatest<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first) }
+    public static func combineLatest<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> SignalProducer<
+        (Value, B.Value, C.Value, D.Value, E.Value), Error
+    >
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, B.Error == Error,
+        C.Error == Error, D.Error == Error, E.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>._aggregate(
+            .combineLatest,
+            [
+                _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                _AggregateSource(d.producer), _AggregateSource(e.producer),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                _AggregateSlotOf<E.Value>.of($0[4]).first
+            )
+        }
     }
 
     /// Aggregates 6 producers as `combineLatest(with:)` does for two, on each run.
     @inlinable
-    public static func combineLatest<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first) }
+    public static func combineLatest<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F)
+        -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error,
+        F.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>._aggregate(
+            .combineLatest,
+            [
+                _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first
+            )
+        }
     }
 
     /// Aggregates 7 producers as `combineLatest(with:)` does for two, on each run.
     @inlinable
-    public static func combineLatest<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first) }
+    public static func combineLatest<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G)
+        -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, B.Error == Error, C.Error == Error,
+        D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>._aggregate(
+            .combineLatest,
+            [
+                _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer),
+                _AggregateSource(g.producer),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first,
+                _AggregateSlotOf<G.Value>.of($0[6]).first
+            )
+        }
     }
 
     /// Aggregates 8 producers as `combineLatest(with:)` does for two, on each run.
     @inlinable
-    public static func combineLatest<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first) }
+    public static func combineLatest<A, B, C, D, E, F, G, H>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H
+    ) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, B.Error == Error,
+        C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>._aggregate(
+            .combineLatest,
+            [
+                _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer),
+                _AggregateSource(g.producer), _AggregateSource(h.producer),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first,
+                _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first
+            )
+        }
     }
 
     /// Aggregates 9 producers as `combineLatest(with:)` does for two, on each run.
     @inlinable
-    public static func combineLatest<A, B, C, D, E, F, G, H, I>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, I: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first, _AggregateSlotOf<I.Value>.of($0[8]).first) }
+    public static func combineLatest<A, B, C, D, E, F, G, H, I>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I
+    ) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible,
+        I: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error,
+        F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>
+            ._aggregate(
+                .combineLatest,
+                [
+                    _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                    _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer),
+                    _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer),
+                ]
+            ) {
+                (
+                    _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                    _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                    _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first,
+                    _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first,
+                    _AggregateSlotOf<I.Value>.of($0[8]).first
+                )
+            }
     }
 
     /// Aggregates 10 producers as `combineLatest(with:)` does for two, on each run.
     @inlinable
-    public static func combineLatest<A, B, C, D, E, F, G, H, I, J>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, I: SignalProducerConvertible, J: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error, J.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>._aggregate(.combineLatest, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer), _AggregateSource(j.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first, _AggregateSlotOf<I.Value>.of($0[8]).first, _AggregateSlotOf<J.Value>.of($0[9]).first) }
+    public static func combineLatest<A, B, C, D, E, F, G, H, I, J>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J
+    ) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible,
+        I: SignalProducerConvertible, J: SignalProducerConvertible, B.Error == Error, C.Error == Error,
+        D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error,
+        J.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>
+            ._aggregate(
+                .combineLatest,
+                [
+                    _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                    _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer),
+                    _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer),
+                    _AggregateSource(j.producer),
+                ]
+            ) {
+                (
+                    _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                    _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                    _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first,
+                    _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first,
+                    _AggregateSlotOf<I.Value>.of($0[8]).first, _AggregateSlotOf<J.Value>.of($0[9]).first
+                )
+            }
     }
 }
 
@@ -125,55 +399,168 @@ extension Signal {
     /// Aggregates 2 signals as `zip(with:)` does for two.
     @inlinable
     public static func zip<B>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>) -> Signal<(Value, B), Error> {
-        Signal<(Value, B), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first) }
+        Signal<(Value, B), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b)]) {
+            (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first)
+        }
     }
 
     /// Aggregates 3 signals as `zip(with:)` does for two.
     @inlinable
-    public static func zip<B, C>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>) -> Signal<(Value, B, C), Error> {
-        Signal<(Value, B, C), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first) }
+    public static func zip<B, C>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>) -> Signal<
+        (Value, B, C), Error
+    > {
+        Signal<(Value, B, C), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c)]) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first
+            )
+        }
     }
 
     /// Aggregates 4 signals as `zip(with:)` does for two.
     @inlinable
-    public static func zip<B, C, D>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>) -> Signal<(Value, B, C, D), Error> {
-        Signal<(Value, B, C, D), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first) }
+    public static func zip<B, C, D>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>
+    ) -> Signal<(Value, B, C, D), Error> {
+        Signal<(Value, B, C, D), Error>._aggregate(
+            .zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d)]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first
+            )
+        }
     }
 
     /// Aggregates 5 signals as `zip(with:)` does for two.
     @inlinable
-    public static func zip<B, C, D, E>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>) -> Signal<(Value, B, C, D, E), Error> {
-        Signal<(Value, B, C, D, E), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first) }
+    public static func zip<B, C, D, E>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>
+    ) -> Signal<(Value, B, C, D, E), Error> {
+        Signal<(Value, B, C, D, E), Error>._aggregate(
+            .zip,
+            [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e)]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first
+            )
+        }
     }
 
     /// Aggregates 6 signals as `zip(with:)` does for two.
     @inlinable
-    public static func zip<B, C, D, E, F>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>) -> Signal<(Value, B, C, D, E, F), Error> {
-        Signal<(Value, B, C, D, E, F), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first) }
+    public static func zip<B, C, D, E, F>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>, _ f: Signal<F, Error>
+    ) -> Signal<(Value, B, C, D, E, F), Error> {
+        Signal<(Value, B, C, D, E, F), Error>._aggregate(
+            .zip,
+            [
+                _AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e),
+                _AggregateSource(f),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first
+            )
+        }
     }
 
     /// Aggregates 7 signals as `zip(with:)` does for two.
     @inlinable
-    public static func zip<B, C, D, E, F, G>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>) -> Signal<(Value, B, C, D, E, F, G), Error> {
-        Signal<(Value, B, C, D, E, F, G), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first) }
+    public static func zip<B, C, D, E, F, G>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>
+    ) -> Signal<(Value, B, C, D, E, F, G), Error> {
+        Signal<(Value, B, C, D, E, F, G), Error>._aggregate(
+            .zip,
+            [
+                _AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e),
+                _AggregateSource(f), _AggregateSource(g),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first,
+                _AggregateSlotOf<G>.of($0[6]).first
+            )
+        }
     }
 
     /// Aggregates 8 signals as `zip(with:)` does for two.
     @inlinable
-    public static func zip<B, C, D, E, F, G, H>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>) -> Signal<(Value, B, C, D, E, F, G, H), Error> {
-        Signal<(Value, B, C, D, E, F, G, H), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first) }
+    public static func zip<B, C, D, E, F, G, H>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>
+    ) -> Signal<(Value, B, C, D, E, F, G, H), Error> {
+        Signal<(Value, B, C, D, E, F, G, H), Error>._aggregate(
+            .zip,
+            [
+                _AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e),
+                _AggregateSource(f), _AggregateSource(g), _AggregateSource(h),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first,
+                _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first
+            )
+        }
     }
 
     /// Aggregates 9 signals as `zip(with:)` does for two.
     @inlinable
-    public static func zip<B, C, D, E, F, G, H, I>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>, _ i: Signal<I, Error>) -> Signal<(Value, B, C, D, E, F, G, H, I), Error> {
-        Signal<(Value, B, C, D, E, F, G, H, I), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first, _AggregateSlotOf<I>.of($0[8]).first) }
+    public static func zip<B, C, D, E, F, G, H, I>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>,
+        _ i: Signal<I, Error>
+    ) -> Signal<(Value, B, C, D, E, F, G, H, I), Error> {
+        Signal<(Value, B, C, D, E, F, G, H, I), Error>._aggregate(
+            .zip,
+            [
+                _AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e),
+                _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first,
+                _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first,
+                _AggregateSlotOf<I>.of($0[8]).first
+            )
+        }
     }
 
     /// Aggregates 10 signals as `zip(with:)` does for two.
     @inlinable
-    public static func zip<B, C, D, E, F, G, H, I, J>(_ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>, _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>, _ i: Signal<I, Error>, _ j: Signal<J, Error>) -> Signal<(Value, B, C, D, E, F, G, H, I, J), Error> {
-        Signal<(Value, B, C, D, E, F, G, H, I, J), Error>._aggregate(.zip, [_AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e), _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i), _AggregateSource(j)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first, _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first, _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first, _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first, _AggregateSlotOf<I>.of($0[8]).first, _AggregateSlotOf<J>.of($0[9]).first) }
+    public static func zip<B, C, D, E, F, G, H, I, J>(
+        _ a: Signal<Value, Error>, _ b: Signal<B, Error>, _ c: Signal<C, Error>, _ d: Signal<D, Error>,
+        _ e: Signal<E, Error>, _ f: Signal<F, Error>, _ g: Signal<G, Error>, _ h: Signal<H, Error>,
+        _ i: Signal<I, Error>, _ j: Signal<J, Error>
+    ) -> Signal<(Value, B, C, D, E, F, G, H, I, J), Error> {
+        Signal<(Value, B, C, D, E, F, G, H, I, J), Error>._aggregate(
+            .zip,
+            [
+                _AggregateSource(a), _AggregateSource(b), _AggregateSource(c), _AggregateSource(d), _AggregateSource(e),
+                _AggregateSource(f), _AggregateSource(g), _AggregateSource(h), _AggregateSource(i), _AggregateSource(j),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B>.of($0[1]).first,
+                _AggregateSlotOf<C>.of($0[2]).first, _AggregateSlotOf<D>.of($0[3]).first,
+                _AggregateSlotOf<E>.of($0[4]).first, _AggregateSlotOf<F>.of($0[5]).first,
+                _AggregateSlotOf<G>.of($0[6]).first, _AggregateSlotOf<H>.of($0[7]).first,
+                _AggregateSlotOf<I>.of($0[8]).first, _AggregateSlotOf<J>.of($0[9]).first
+            )
+        }
     }
 }
 
@@ -181,120 +568,338 @@ extension SignalProducer {
     /// Aggregates 2 producers as `zip(with:)` does for two, on each run.
     @inlinable
     public static func zip<A, B>(_ a: A, _ b: B) -> SignalProducer<(Value, B.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, B.Error == Error {
-        SignalProducer<(Value, B.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first) }
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, B.Error == Error
+    {
+        SignalProducer<(Value, B.Value), Error>._aggregate(
+            .zip, [_AggregateSource(a.producer), _AggregateSource(b.producer)]
+        ) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first) }
     }
 
     /// Aggregates 3 producers as `zip(with:)` does for two, on each run.
     @inlinable
     public static func zip<A, B, C>(_ a: A, _ b: B, _ c: C) -> SignalProducer<(Value, B.Value, C.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, B.Error == Error, C.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first) }
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, B.Error == Error, C.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value), Error>._aggregate(
+            .zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer)]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first
+            )
+        }
     }
 
     /// Aggregates 4 producers as `zip(with:)` does for two, on each run.
     @inlinable
-    public static func zip<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> SignalProducer<(Value, B.Value, C.Value, D.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first) }
+    public static func zip<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> SignalProducer<
+        (Value, B.Value, C.Value, D.Value), Error
+    >
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value), Error>._aggregate(
+            .zip,
+            [
+                _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                _AggregateSource(d.producer),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first
+            )
+        }
     }
 
     /// Aggregates 5 producers as `zip(with:)` does for two, on each run.
     @inlinable
-    public static func zip<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first) }
+    public static func zip<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> SignalProducer<
+        (Value, B.Value, C.Value, D.Value, E.Value), Error
+    >
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, B.Error == Error,
+        C.Error == Error, D.Error == Error, E.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value), Error>._aggregate(
+            .zip,
+            [
+                _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                _AggregateSource(d.producer), _AggregateSource(e.producer),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                _AggregateSlotOf<E.Value>.of($0[4]).first
+            )
+        }
     }
 
     /// Aggregates 6 producers as `zip(with:)` does for two, on each run.
     @inlinable
-    public static func zip<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first) }
+    public static func zip<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> SignalProducer<
+        (Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error
+    >
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error,
+        F.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value), Error>._aggregate(
+            .zip,
+            [
+                _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first
+            )
+        }
     }
 
     /// Aggregates 7 producers as `zip(with:)` does for two, on each run.
     @inlinable
-    public static func zip<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first) }
+    public static func zip<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G)
+        -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, B.Error == Error, C.Error == Error,
+        D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value), Error>._aggregate(
+            .zip,
+            [
+                _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer),
+                _AggregateSource(g.producer),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first,
+                _AggregateSlotOf<G.Value>.of($0[6]).first
+            )
+        }
     }
 
     /// Aggregates 8 producers as `zip(with:)` does for two, on each run.
     @inlinable
-    public static func zip<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first) }
+    public static func zip<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H)
+        -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, B.Error == Error,
+        C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value), Error>._aggregate(
+            .zip,
+            [
+                _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer),
+                _AggregateSource(g.producer), _AggregateSource(h.producer),
+            ]
+        ) {
+            (
+                _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first,
+                _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first
+            )
+        }
     }
 
     /// Aggregates 9 producers as `zip(with:)` does for two, on each run.
     @inlinable
-    public static func zip<A, B, C, D, E, F, G, H, I>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, I: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first, _AggregateSlotOf<I.Value>.of($0[8]).first) }
+    public static func zip<A, B, C, D, E, F, G, H, I>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I
+    ) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible,
+        I: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error,
+        F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value), Error>
+            ._aggregate(
+                .zip,
+                [
+                    _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                    _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer),
+                    _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer),
+                ]
+            ) {
+                (
+                    _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                    _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                    _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first,
+                    _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first,
+                    _AggregateSlotOf<I.Value>.of($0[8]).first
+                )
+            }
     }
 
     /// Aggregates 10 producers as `zip(with:)` does for two, on each run.
     @inlinable
-    public static func zip<A, B, C, D, E, F, G, H, I, J>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, I: SignalProducerConvertible, J: SignalProducerConvertible, B.Error == Error, C.Error == Error, D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error, J.Error == Error {
-        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>._aggregate(.zip, [_AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer), _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer), _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer), _AggregateSource(j.producer)]) { (_AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first, _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first, _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first, _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first, _AggregateSlotOf<I.Value>.of($0[8]).first, _AggregateSlotOf<J.Value>.of($0[9]).first) }
+    public static func zip<A, B, C, D, E, F, G, H, I, J>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J
+    ) -> SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible,
+        I: SignalProducerConvertible, J: SignalProducerConvertible, B.Error == Error, C.Error == Error,
+        D.Error == Error, E.Error == Error, F.Error == Error, G.Error == Error, H.Error == Error, I.Error == Error,
+        J.Error == Error
+    {
+        SignalProducer<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value), Error>
+            ._aggregate(
+                .zip,
+                [
+                    _AggregateSource(a.producer), _AggregateSource(b.producer), _AggregateSource(c.producer),
+                    _AggregateSource(d.producer), _AggregateSource(e.producer), _AggregateSource(f.producer),
+                    _AggregateSource(g.producer), _AggregateSource(h.producer), _AggregateSource(i.producer),
+                    _AggregateSource(j.producer),
+                ]
+            ) {
+                (
+                    _AggregateSlotOf<Value>.of($0[0]).first, _AggregateSlotOf<B.Value>.of($0[1]).first,
+                    _AggregateSlotOf<C.Value>.of($0[2]).first, _AggregateSlotOf<D.Value>.of($0[3]).first,
+                    _AggregateSlotOf<E.Value>.of($0[4]).first, _AggregateSlotOf<F.Value>.of($0[5]).first,
+                    _AggregateSlotOf<G.Value>.of($0[6]).first, _AggregateSlotOf<H.Value>.of($0[7]).first,
+                    _AggregateSlotOf<I.Value>.of($0[8]).first, _AggregateSlotOf<J.Value>.of($0[9]).first
+                )
+            }
     }
 }
 
 extension SignalProducer {
     /// Merges 2 producers: see `merge(_:)`.
     public static func merge<A, B>(_ a: A, _ b: B) -> SignalProducer<Value, Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, B.Value == Value, B.Error == Error {
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        B.Value == Value, B.Error == Error
+    {
         merge([a.producer, b.producer])
     }
 
     /// Merges 3 producers: see `merge(_:)`.
     public static func merge<A, B, C>(_ a: A, _ b: B, _ c: C) -> SignalProducer<Value, Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error {
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error
+    {
         merge([a.producer, b.producer, c.producer])
     }
 
     /// Merges 4 producers: see `merge(_:)`.
     public static func merge<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> SignalProducer<Value, Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error {
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, B.Value == Value, B.Error == Error,
+        C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error
+    {
         merge([a.producer, b.producer, c.producer, d.producer])
     }
 
     /// Merges 5 producers: see `merge(_:)`.
     public static func merge<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> SignalProducer<Value, Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error, E.Value == Value, E.Error == Error {
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, B.Value == Value,
+        B.Error == Error, C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error, E.Value == Value,
+        E.Error == Error
+    {
         merge([a.producer, b.producer, c.producer, d.producer, e.producer])
     }
 
     /// Merges 6 producers: see `merge(_:)`.
-    public static func merge<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> SignalProducer<Value, Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error, E.Value == Value, E.Error == Error, F.Value == Value, F.Error == Error {
+    public static func merge<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> SignalProducer<
+        Value, Error
+    >
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error,
+        D.Value == Value, D.Error == Error, E.Value == Value, E.Error == Error, F.Value == Value, F.Error == Error
+    {
         merge([a.producer, b.producer, c.producer, d.producer, e.producer, f.producer])
     }
 
     /// Merges 7 producers: see `merge(_:)`.
-    public static func merge<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> SignalProducer<Value, Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error, E.Value == Value, E.Error == Error, F.Value == Value, F.Error == Error, G.Value == Value, G.Error == Error {
+    public static func merge<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G)
+        -> SignalProducer<Value, Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, B.Value == Value, B.Error == Error,
+        C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error, E.Value == Value, E.Error == Error,
+        F.Value == Value, F.Error == Error, G.Value == Value, G.Error == Error
+    {
         merge([a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer])
     }
 
     /// Merges 8 producers: see `merge(_:)`.
-    public static func merge<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H) -> SignalProducer<Value, Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error, E.Value == Value, E.Error == Error, F.Value == Value, F.Error == Error, G.Value == Value, G.Error == Error, H.Value == Value, H.Error == Error {
+    public static func merge<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H)
+        -> SignalProducer<Value, Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, B.Value == Value,
+        B.Error == Error, C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error, E.Value == Value,
+        E.Error == Error, F.Value == Value, F.Error == Error, G.Value == Value, G.Error == Error, H.Value == Value,
+        H.Error == Error
+    {
         merge([a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer])
     }
 
     /// Merges 9 producers: see `merge(_:)`.
-    public static func merge<A, B, C, D, E, F, G, H, I>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I) -> SignalProducer<Value, Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, I: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error, E.Value == Value, E.Error == Error, F.Value == Value, F.Error == Error, G.Value == Value, G.Error == Error, H.Value == Value, H.Error == Error, I.Value == Value, I.Error == Error {
-        merge([a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer])
+    public static func merge<A, B, C, D, E, F, G, H, I>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I
+    ) -> SignalProducer<Value, Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible,
+        I: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error,
+        D.Value == Value, D.Error == Error, E.Value == Value, E.Error == Error, F.Value == Value, F.Error == Error,
+        G.Value == Value, G.Error == Error, H.Value == Value, H.Error == Error, I.Value == Value, I.Error == Error
+    {
+        merge([
+            a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer,
+        ])
     }
 
     /// Merges 10 producers: see `merge(_:)`.
-    public static func merge<A, B, C, D, E, F, G, H, I, J>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J) -> SignalProducer<Value, Error>
-    where Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible, C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible, F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible, I: SignalProducerConvertible, J: SignalProducerConvertible, B.Value == Value, B.Error == Error, C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error, E.Value == Value, E.Error == Error, F.Value == Value, F.Error == Error, G.Value == Value, G.Error == Error, H.Value == Value, H.Error == Error, I.Value == Value, I.Error == Error, J.Value == Value, J.Error == Error {
-        merge([a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer, j.producer])
+    public static func merge<A, B, C, D, E, F, G, H, I, J>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J
+    ) -> SignalProducer<Value, Error>
+    where
+        Value == A.Value, Error == A.Error, A: SignalProducerConvertible, B: SignalProducerConvertible,
+        C: SignalProducerConvertible, D: SignalProducerConvertible, E: SignalProducerConvertible,
+        F: SignalProducerConvertible, G: SignalProducerConvertible, H: SignalProducerConvertible,
+        I: SignalProducerConvertible, J: SignalProducerConvertible, B.Value == Value, B.Error == Error,
+        C.Value == Value, C.Error == Error, D.Value == Value, D.Error == Error, E.Value == Value, E.Error == Error,
+        F.Value == Value, F.Error == Error, G.Value == Value, G.Error == Error, H.Value == Value, H.Error == Error,
+        I.Value == Value, I.Error == Error, J.Value == Value, J.Error == Error
+    {
+        merge([
+            a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer,
+            j.producer,
+        ])
     }
 }
 
@@ -312,45 +917,95 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 4 properties as `combineLatest(with:)` does for two.
-    public static func combineLatest<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> Property<(Value, B.Value, C.Value, D.Value)>
+    public static func combineLatest<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> Property<
+        (Value, B.Value, C.Value, D.Value)
+    >
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer), sources: [a, b, c, d])
+        Property(
+            _unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer),
+            sources: [a, b, c, d])
     }
 
     /// Aggregates 5 properties as `combineLatest(with:)` does for two.
-    public static func combineLatest<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> Property<(Value, B.Value, C.Value, D.Value, E.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer), sources: [a, b, c, d, e])
+    public static func combineLatest<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> Property<
+        (Value, B.Value, C.Value, D.Value, E.Value)
+    >
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer),
+            sources: [a, b, c, d, e])
     }
 
     /// Aggregates 6 properties as `combineLatest(with:)` does for two.
-    public static func combineLatest<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer), sources: [a, b, c, d, e, f])
+    public static func combineLatest<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> Property<
+        (Value, B.Value, C.Value, D.Value, E.Value, F.Value)
+    >
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        F: PropertyProtocol, Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.combineLatest(
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer), sources: [a, b, c, d, e, f])
     }
 
     /// Aggregates 7 properties as `combineLatest(with:)` does for two.
-    public static func combineLatest<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer), sources: [a, b, c, d, e, f, g])
+    public static func combineLatest<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G)
+        -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value)>
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        F: PropertyProtocol, G: PropertyProtocol, Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.combineLatest(
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer),
+            sources: [a, b, c, d, e, f, g])
     }
 
     /// Aggregates 8 properties as `combineLatest(with:)` does for two.
-    public static func combineLatest<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer), sources: [a, b, c, d, e, f, g, h])
+    public static func combineLatest<A, B, C, D, E, F, G, H>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H
+    ) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value)>
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.combineLatest(
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer),
+            sources: [a, b, c, d, e, f, g, h])
     }
 
     /// Aggregates 9 properties as `combineLatest(with:)` does for two.
-    public static func combineLatest<A, B, C, D, E, F, G, H, I>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer), sources: [a, b, c, d, e, f, g, h, i])
+    public static func combineLatest<A, B, C, D, E, F, G, H, I>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I
+    ) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value)>
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.combineLatest(
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer,
+                i.producer), sources: [a, b, c, d, e, f, g, h, i])
     }
 
     /// Aggregates 10 properties as `combineLatest(with:)` does for two.
-    public static func combineLatest<A, B, C, D, E, F, G, H, I, J>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, J: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer, j.producer), sources: [a, b, c, d, e, f, g, h, i, j])
+    public static func combineLatest<A, B, C, D, E, F, G, H, I, J>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J
+    ) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value)>
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, J: PropertyProtocol,
+        Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.combineLatest(
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer,
+                i.producer, j.producer), sources: [a, b, c, d, e, f, g, h, i, j])
     }
 }
 
@@ -370,42 +1025,89 @@ extension PropertyProtocol {
     /// Aggregates 4 properties as `zip(with:)` does for two.
     public static func zip<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> Property<(Value, B.Value, C.Value, D.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer), sources: [a, b, c, d])
+        Property(
+            _unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer), sources: [a, b, c, d])
     }
 
     /// Aggregates 5 properties as `zip(with:)` does for two.
-    public static func zip<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> Property<(Value, B.Value, C.Value, D.Value, E.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer), sources: [a, b, c, d, e])
+    public static func zip<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> Property<
+        (Value, B.Value, C.Value, D.Value, E.Value)
+    >
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer),
+            sources: [a, b, c, d, e])
     }
 
     /// Aggregates 6 properties as `zip(with:)` does for two.
-    public static func zip<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer), sources: [a, b, c, d, e, f])
+    public static func zip<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> Property<
+        (Value, B.Value, C.Value, D.Value, E.Value, F.Value)
+    >
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        F: PropertyProtocol, Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer),
+            sources: [a, b, c, d, e, f])
     }
 
     /// Aggregates 7 properties as `zip(with:)` does for two.
-    public static func zip<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer), sources: [a, b, c, d, e, f, g])
+    public static func zip<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> Property<
+        (Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value)
+    >
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        F: PropertyProtocol, G: PropertyProtocol, Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.zip(
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer),
+            sources: [a, b, c, d, e, f, g])
     }
 
     /// Aggregates 8 properties as `zip(with:)` does for two.
-    public static func zip<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer), sources: [a, b, c, d, e, f, g, h])
+    public static func zip<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H)
+        -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value)>
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.zip(
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer),
+            sources: [a, b, c, d, e, f, g, h])
     }
 
     /// Aggregates 9 properties as `zip(with:)` does for two.
-    public static func zip<A, B, C, D, E, F, G, H, I>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer), sources: [a, b, c, d, e, f, g, h, i])
+    public static func zip<A, B, C, D, E, F, G, H, I>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I
+    ) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value)>
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.zip(
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer,
+                i.producer), sources: [a, b, c, d, e, f, g, h, i])
     }
 
     /// Aggregates 10 properties as `zip(with:)` does for two.
-    public static func zip<A, B, C, D, E, F, G, H, I, J>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value)>
-    where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol, F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, J: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer, i.producer, j.producer), sources: [a, b, c, d, e, f, g, h, i, j])
+    public static func zip<A, B, C, D, E, F, G, H, I, J>(
+        _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J
+    ) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value)>
+    where
+        A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
+        F: PropertyProtocol, G: PropertyProtocol, H: PropertyProtocol, I: PropertyProtocol, J: PropertyProtocol,
+        Value == A.Value
+    {
+        Property(
+            _unsafeProducer: SignalProducer.zip(
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer,
+                i.producer, j.producer), sources: [a, b, c, d, e, f, g, h, i, j])
     }
 }

@@ -129,18 +129,23 @@ extension _AggregateRun: @unchecked Sendable {}  // State is confined to the own
 @usableFromInline
 struct _AggregateSource<Error: Swift.Error> {
     @usableFromInline let makeSlot: () -> _AggregateSlot
-    @usableFromInline let subscribe: (_ slot: _AggregateSlot, _ index: Int, _ deliver: _AggregateDelivery<Error>) -> (any Disposable)?
+    @usableFromInline let subscribe:
+        (_ slot: _AggregateSlot, _ index: Int, _ deliver: _AggregateDelivery<Error>) -> (any Disposable)?
 
     @inlinable
     init<U>(_ signal: Signal<U, Error>) {
         makeSlot = { _AggregateSlotOf<U>() }
-        subscribe = { slot, index, deliver in signal.observe(deliver.observer(for: _AggregateSlotOf<U>.of(slot), at: index)) }
+        subscribe = { slot, index, deliver in
+            signal.observe(deliver.observer(for: _AggregateSlotOf<U>.of(slot), at: index))
+        }
     }
 
     @inlinable
     init<U>(_ producer: SignalProducer<U, Error>) {
         makeSlot = { _AggregateSlotOf<U>() }
-        subscribe = { slot, index, deliver in producer.start(deliver.observer(for: _AggregateSlotOf<U>.of(slot), at: index)) }
+        subscribe = { slot, index, deliver in
+            producer.start(deliver.observer(for: _AggregateSlotOf<U>.of(slot), at: index))
+        }
     }
 }
 
@@ -150,7 +155,10 @@ struct _AggregateDelivery<Error: Swift.Error> {
     @usableFromInline let keepOnlyLatest: Bool
 
     @inlinable
-    init(keepOnlyLatest: Bool, step: @escaping (_ index: Int, _ event: Signal<Void, Error>.Event, _ store: () -> Void) -> Void) {
+    init(
+        keepOnlyLatest: Bool,
+        step: @escaping (_ index: Int, _ event: Signal<Void, Error>.Event, _ store: () -> Void) -> Void
+    ) {
         self.keepOnlyLatest = keepOnlyLatest
         self.step = step
     }
@@ -253,13 +261,18 @@ extension Signal {
     @inlinable
     public static func combineLatest<S: Sequence>(_ signals: S) -> Signal<[Value], Error>
     where S.Element == Signal<Value, Error> {
-        Signal<[Value], Error>._aggregate(.combineLatest, signals.map(_AggregateSource.init)) { $0.map { _AggregateSlotOf<Value>.of($0).first } }
+        Signal<[Value], Error>._aggregate(.combineLatest, signals.map(_AggregateSource.init)) {
+            $0.map { _AggregateSlotOf<Value>.of($0).first }
+        }
     }
 
     /// zip over any number of signals, as arrays; an empty sequence never sends.
     @inlinable
-    public static func zip<S: Sequence>(_ signals: S) -> Signal<[Value], Error> where S.Element == Signal<Value, Error> {
-        Signal<[Value], Error>._aggregate(.zip, signals.map(_AggregateSource.init)) { $0.map { _AggregateSlotOf<Value>.of($0).first } }
+    public static func zip<S: Sequence>(_ signals: S) -> Signal<[Value], Error>
+    where S.Element == Signal<Value, Error> {
+        Signal<[Value], Error>._aggregate(.zip, signals.map(_AggregateSource.init)) {
+            $0.map { _AggregateSlotOf<Value>.of($0).first }
+        }
     }
 }
 

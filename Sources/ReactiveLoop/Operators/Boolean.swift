@@ -68,7 +68,9 @@ extension SignalProducer where Value == Bool {
     }
 
     /// Sends whether the latest values of all `booleans` are `true`; `true` for none.
-    public static func all<BooleansCollection: Collection>(_ booleans: BooleansCollection) -> SignalProducer<Value, Error>
+    public static func all<BooleansCollection: Collection>(_ booleans: BooleansCollection) -> SignalProducer<
+        Value, Error
+    >
     where BooleansCollection.Element == SignalProducer<Bool, Error> {
         SignalProducer<Bool, Error>.combineLatest(booleans, emptySentinel: []).map { $0.allSatisfy { $0 } }
     }
@@ -87,7 +89,9 @@ extension SignalProducer where Value == Bool {
     }
 
     /// Sends whether the latest value of any of `booleans` is `true`; `false` for none.
-    public static func any<BooleansCollection: Collection>(_ booleans: BooleansCollection) -> SignalProducer<Value, Error>
+    public static func any<BooleansCollection: Collection>(_ booleans: BooleansCollection) -> SignalProducer<
+        Value, Error
+    >
     where BooleansCollection.Element == SignalProducer<Bool, Error> {
         SignalProducer<Bool, Error>.combineLatest(booleans, emptySentinel: []).map { $0.contains(true) }
     }

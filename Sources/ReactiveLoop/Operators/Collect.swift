@@ -97,7 +97,8 @@ extension SignalProducer {
     }
 
     /// Sends the gathered values whenever `shouldEmit` returns `true`; see `Signal.collect(_:)`.
-    public func collect(_ shouldEmit: @escaping (_ collectedValues: [Value]) -> Bool) -> SignalProducer<[Value], Error> {
+    public func collect(_ shouldEmit: @escaping (_ collectedValues: [Value]) -> Bool) -> SignalProducer<[Value], Error>
+    {
         _lift(_Collect.adapter(_Collect.whenCollected(shouldEmit)))
     }
 

@@ -7,7 +7,8 @@ public typealias EventLogger = (
 ) -> Void
 
 /// The default `EventLogger`: prints `[identifier] event fileName: …, functionName: …, lineNumber: …`.
-public func defaultEventLog(identifier: String, event: String, fileName: String, functionName: String, lineNumber: Int) {
+public func defaultEventLog(identifier: String, event: String, fileName: String, functionName: String, lineNumber: Int)
+{
     print("[\(identifier)] \(event) fileName: \(fileName), functionName: \(functionName), lineNumber: \(lineNumber)")
 }
 

@@ -31,7 +31,9 @@ enum _Stateless {
     }
 
     @inlinable
-    static func compactMap<V, U, E>(_ transform: @escaping (V) -> U?) -> (Signal<U, E>.Observer) -> Signal<V, E>.Observer {
+    static func compactMap<V, U, E>(_ transform: @escaping (V) -> U?) -> (Signal<U, E>.Observer) ->
+        Signal<V, E>.Observer
+    {
         { downstream in
             Signal<V, E>.Observer { event in
                 switch event {

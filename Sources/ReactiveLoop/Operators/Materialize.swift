@@ -33,7 +33,9 @@ enum _Materialize {
     }
 
     @inlinable
-    static func dematerialize<Inner: EventProtocol>() -> (Signal<Inner.Value, Inner.Error>.Observer) -> Signal<Inner, Never>.Observer {
+    static func dematerialize<Inner: EventProtocol>() -> (Signal<Inner.Value, Inner.Error>.Observer) ->
+        Signal<Inner, Never>.Observer
+    {
         { downstream in
             Signal<Inner, Never>.Observer { event in
                 switch event {
@@ -82,7 +84,8 @@ extension Signal where Value: EventProtocol, Error == Never {
 
 extension Signal where Error == Never {
     /// Turns a signal of results into a stream: `.success` as values, `.failure` as a failure.
-    public func dematerializeResults<Success, Failure>() -> Signal<Success, Failure> where Value == Result<Success, Failure> {
+    public func dematerializeResults<Success, Failure>() -> Signal<Success, Failure>
+    where Value == Result<Success, Failure> {
         _view(_Materialize.dematerializeResults())
     }
 }
@@ -90,13 +93,15 @@ extension Signal where Error == Never {
 extension SignalProducer {
     /// Sends every event of each run as a value; see `Signal.materialize()`.
     public func materialize() -> SignalProducer<ProducedSignal.Event, Never> {
-        let adapter: (Signal<ProducedSignal.Event, Never>.Observer) -> Signal<Value, Error>.Observer = _Materialize.events()
+        let adapter: (Signal<ProducedSignal.Event, Never>.Observer) -> Signal<Value, Error>.Observer =
+            _Materialize.events()
         return _lift { downstream, _ in adapter(downstream) }
     }
 
     /// Sends values as `.success` and a failure as `.failure`; see `Signal.materializeResults()`.
     public func materializeResults() -> SignalProducer<Result<Value, Error>, Never> {
-        let adapter: (Signal<Result<Value, Error>, Never>.Observer) -> Signal<Value, Error>.Observer = _Materialize.results()
+        let adapter: (Signal<Result<Value, Error>, Never>.Observer) -> Signal<Value, Error>.Observer =
+            _Materialize.results()
         return _lift { downstream, _ in adapter(downstream) }
     }
 }
@@ -104,7 +109,8 @@ extension SignalProducer {
 extension SignalProducer where Value: EventProtocol, Error == Never {
     /// Turns a producer of events back into their stream; see `Signal.dematerialize()`.
     public func dematerialize() -> SignalProducer<Value.Value, Value.Error> {
-        let adapter: (Signal<Value.Value, Value.Error>.Observer) -> Signal<Value, Never>.Observer = _Materialize.dematerialize()
+        let adapter: (Signal<Value.Value, Value.Error>.Observer) -> Signal<Value, Never>.Observer =
+            _Materialize.dematerialize()
         return _lift { downstream, _ in adapter(downstream) }
     }
 }
@@ -113,7 +119,8 @@ extension SignalProducer where Error == Never {
     /// Turns a producer of results into a stream; see `Signal.dematerializeResults()`.
     public func dematerializeResults<Success, Failure>() -> SignalProducer<Success, Failure>
     where Value == Result<Success, Failure> {
-        let adapter: (Signal<Success, Failure>.Observer) -> Signal<Value, Never>.Observer = _Materialize.dematerializeResults()
+        let adapter: (Signal<Success, Failure>.Observer) -> Signal<Value, Never>.Observer =
+            _Materialize.dematerializeResults()
         return _lift { downstream, _ in adapter(downstream) }
     }
 }

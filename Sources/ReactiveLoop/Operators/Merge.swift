@@ -3,7 +3,8 @@
 extension Signal {
     /// Forwards the values of every signal in `signals` as they arrive. Completes when all have
     /// completed; fails or interrupts as soon as one does.
-    public static func merge<Seq: Sequence>(_ signals: Seq) -> Signal<Value, Error> where Seq.Element == Signal<Value, Error> {
+    public static func merge<Seq: Sequence>(_ signals: Seq) -> Signal<Value, Error>
+    where Seq.Element == Signal<Value, Error> {
         SignalProducer<Signal<Value, Error>, Error>(signals).flatten(.merge)._startAsSignal()
     }
 

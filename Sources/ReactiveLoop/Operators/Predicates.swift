@@ -3,7 +3,9 @@
 @usableFromInline
 enum _Predicate {
     @inlinable
-    static func skipWhile<V, E>(_ shouldContinue: @escaping (V) -> Bool) -> (Signal<V, E>.Observer, Lifetime) -> Signal<V, E>.Observer {
+    static func skipWhile<V, E>(_ shouldContinue: @escaping (V) -> Bool) -> (Signal<V, E>.Observer, Lifetime) ->
+        Signal<V, E>.Observer
+    {
         { downstream, _ in
             var skipping = true  // Confined to the serial delivery of one run.
             return Signal<V, E>.Observer { event in
@@ -38,7 +40,8 @@ enum _Predicate {
     }
 
     @inlinable
-    static func combinePrevious<V, E>(_ initial: V?) -> (Signal<(V, V), E>.Observer, Lifetime) -> Signal<V, E>.Observer {
+    static func combinePrevious<V, E>(_ initial: V?) -> (Signal<(V, V), E>.Observer, Lifetime) -> Signal<V, E>.Observer
+    {
         { downstream, _ in
             var previous = initial  // Confined to the serial delivery of one run.
             return Signal<V, E>.Observer { event in
@@ -139,7 +142,9 @@ extension SignalProducer {
     }
 
     /// Forwards only values whose identity was not seen before in the run.
-    public func uniqueValues<Identity: Hashable>(_ transform: @escaping (Value) -> Identity) -> SignalProducer<Value, Error> {
+    public func uniqueValues<Identity: Hashable>(_ transform: @escaping (Value) -> Identity) -> SignalProducer<
+        Value, Error
+    > {
         _lift(_Predicate.unique(transform))
     }
 }

@@ -56,7 +56,8 @@ extension PropertyProtocol {
     }
 
     /// zip over any number of properties, or `nil` if there are none.
-    public static func zip<S: Sequence>(_ properties: S) -> Property<[S.Element.Value]>? where S.Element: PropertyProtocol {
+    public static func zip<S: Sequence>(_ properties: S) -> Property<[S.Element.Value]>?
+    where S.Element: PropertyProtocol {
         let properties = Array(properties)
         guard !properties.isEmpty else { return nil }
         return Property(_unsafeProducer: SignalProducer.zip(properties.map(\.producer)), sources: properties)

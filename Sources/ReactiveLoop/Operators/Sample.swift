@@ -48,7 +48,11 @@ extension Signal {
     public func withLatest<U>(from samplee: Signal<U, Never>) -> Signal<(Value, U), Error> {
         Signal<(Value, U), Error>._serialized { sink, lifetime in
             var latest: U?  // Confined to the owner of the sink's delivery.
-            lifetime += samplee.observeValues { value in sink.send { latest = value; return nil } }
+            lifetime += samplee.observeValues { value in
+                sink.send {
+                    latest = value; return nil
+                }
+            }
             lifetime += self.observe { event in
                 sink.send { () -> Signal<(Value, U), Error>.Event? in
                     switch event {

@@ -49,15 +49,20 @@ extension Signal {
     }
 
     /// Sends each partial result of combining the values in place with `nextPartialResult`.
-    public func scan<U>(into initialResult: U, _ nextPartialResult: @escaping (inout U, Value) -> Void) -> Signal<U, Error> {
-        _lift(_Scan.map(into: initialResult) { result, value in
-            nextPartialResult(&result, value)
-            return result
-        })
+    public func scan<U>(into initialResult: U, _ nextPartialResult: @escaping (inout U, Value) -> Void) -> Signal<
+        U, Error
+    > {
+        _lift(
+            _Scan.map(into: initialResult) { result, value in
+                nextPartialResult(&result, value)
+                return result
+            })
     }
 
     /// Carries a state from value to value and sends what `next` makes of each.
-    public func scanMap<State, U>(_ initialState: State, _ next: @escaping (State, Value) -> (State, U)) -> Signal<U, Error> {
+    public func scanMap<State, U>(_ initialState: State, _ next: @escaping (State, Value) -> (State, U)) -> Signal<
+        U, Error
+    > {
         scanMap(into: initialState) { state, value in
             let (newState, output) = next(state, value)
             state = newState
@@ -66,7 +71,9 @@ extension Signal {
     }
 
     /// Carries a state, changed in place, from value to value and sends what `next` returns.
-    public func scanMap<State, U>(into initialState: State, _ next: @escaping (inout State, Value) -> U) -> Signal<U, Error> {
+    public func scanMap<State, U>(into initialState: State, _ next: @escaping (inout State, Value) -> U) -> Signal<
+        U, Error
+    > {
         _lift(_Scan.map(into: initialState, next))
     }
 
@@ -77,14 +84,17 @@ extension Signal {
     }
 
     /// Sends only the final result of combining every value in place, on completion.
-    public func reduce<U>(into initialResult: U, _ nextPartialResult: @escaping (inout U, Value) -> Void) -> Signal<U, Error> {
+    public func reduce<U>(into initialResult: U, _ nextPartialResult: @escaping (inout U, Value) -> Void) -> Signal<
+        U, Error
+    > {
         _lift(_Scan.reduce(into: initialResult, nextPartialResult))
     }
 }
 
 extension SignalProducer {
     /// Sends each partial result of combining the values with `nextPartialResult`.
-    public func scan<U>(_ initialResult: U, _ nextPartialResult: @escaping (U, Value) -> U) -> SignalProducer<U, Error> {
+    public func scan<U>(_ initialResult: U, _ nextPartialResult: @escaping (U, Value) -> U) -> SignalProducer<U, Error>
+    {
         scan(into: initialResult) { result, value in result = nextPartialResult(result, value) }
     }
 
@@ -92,10 +102,11 @@ extension SignalProducer {
     public func scan<U>(
         into initialResult: U, _ nextPartialResult: @escaping (inout U, Value) -> Void
     ) -> SignalProducer<U, Error> {
-        _lift(_Scan.map(into: initialResult) { result, value in
-            nextPartialResult(&result, value)
-            return result
-        })
+        _lift(
+            _Scan.map(into: initialResult) { result, value in
+                nextPartialResult(&result, value)
+                return result
+            })
     }
 
     /// Carries a state from value to value and sends what `next` makes of each.
@@ -117,7 +128,9 @@ extension SignalProducer {
     }
 
     /// Sends only the final result of combining every value, on completion.
-    public func reduce<U>(_ initialResult: U, _ nextPartialResult: @escaping (U, Value) -> U) -> SignalProducer<U, Error> {
+    public func reduce<U>(_ initialResult: U, _ nextPartialResult: @escaping (U, Value) -> U) -> SignalProducer<
+        U, Error
+    > {
         reduce(into: initialResult) { result, value in result = nextPartialResult(result, value) }
     }
 

@@ -14,7 +14,9 @@ extension SignalProducer {
     }
 
     /// Runs `replacement` after this producer completes; see `then(_:)`.
-    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<Replacement.Value, Error>
+    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<
+        Replacement.Value, Error
+    >
     where Replacement.Error == Error {
         _then(replacement.producer)
     }
@@ -25,7 +27,9 @@ extension SignalProducer {
     }
 
     /// Runs a `replacement` that cannot fail after this producer completes.
-    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<Replacement.Value, Error>
+    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<
+        Replacement.Value, Error
+    >
     where Replacement.Error == Never {
         _then(replacement.producer._promoteError(Error.self))
     }
@@ -42,7 +46,8 @@ extension SignalProducer {
     }
 
     /// Replaces a failure with the run of the producer `transform` makes from the error.
-    public func flatMapError<F>(_ transform: @escaping (Error) -> SignalProducer<Value, F>) -> SignalProducer<Value, F> {
+    public func flatMapError<F>(_ transform: @escaping (Error) -> SignalProducer<Value, F>) -> SignalProducer<Value, F>
+    {
         SignalProducer<Value, F>._serialized { sink, lifetime in
             let replacement = SerialDisposable()
             lifetime += replacement
@@ -106,7 +111,9 @@ extension SignalProducer where Error == Never {
     }
 
     /// Runs `replacement` after this producer completes.
-    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<Replacement.Value, Never>
+    public func then<Replacement: SignalProducerConvertible>(_ replacement: Replacement) -> SignalProducer<
+        Replacement.Value, Never
+    >
     where Replacement.Error == Never {
         _then(replacement.producer)
     }

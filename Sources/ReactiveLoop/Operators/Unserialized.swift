@@ -23,7 +23,9 @@ extension Signal {
     }
 
     /// The same as `pipe(disposable:)`: reentrant sends are queued, never deadlocked.
-    public static func reentrantUnserializedPipe(disposable: (any Disposable)? = nil) -> (output: Signal, input: Observer) {
+    public static func reentrantUnserializedPipe(disposable: (any Disposable)? = nil) -> (
+        output: Signal, input: Observer
+    ) {
         pipe(disposable: disposable)
     }
 }

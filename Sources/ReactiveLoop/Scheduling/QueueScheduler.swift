@@ -73,7 +73,9 @@ public final class QueueScheduler: DateScheduler {
 
     /// Runs `action` at `date`, then every `interval`, with no leeway.
     @discardableResult
-    public func schedule(after date: Date, interval: DispatchTimeInterval, action: @escaping () -> Void) -> (any Disposable)? {
+    public func schedule(after date: Date, interval: DispatchTimeInterval, action: @escaping () -> Void) -> (
+        any Disposable
+    )? {
         schedule(after: date, interval: interval, leeway: .seconds(0), action: action)
     }
 

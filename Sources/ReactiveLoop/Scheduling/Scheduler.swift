@@ -65,7 +65,9 @@ extension DateScheduler {
         after delay: DispatchTimeInterval, interval: DispatchTimeInterval,
         leeway: DispatchTimeInterval = .seconds(0), action: @escaping () -> Void
     ) -> (any Disposable)? {
-        schedule(after: currentDate.addingTimeInterval(delay.timeInterval), interval: interval, leeway: leeway, action: action)
+        schedule(
+            after: currentDate.addingTimeInterval(delay.timeInterval), interval: interval, leeway: leeway,
+            action: action)
     }
 
     /// Suspends the calling task for `interval` on this scheduler's clock.
@@ -141,9 +143,12 @@ extension DispatchTimeInterval {
     @usableFromInline
     var nanoseconds: Int {
         switch self {
-        case let .seconds(value): return value.multipliedReportingOverflow(by: 1_000_000_000).overflow ? .max : value * 1_000_000_000
-        case let .milliseconds(value): return value.multipliedReportingOverflow(by: 1_000_000).overflow ? .max : value * 1_000_000
-        case let .microseconds(value): return value.multipliedReportingOverflow(by: 1_000).overflow ? .max : value * 1_000
+        case let .seconds(value):
+            return value.multipliedReportingOverflow(by: 1_000_000_000).overflow ? .max : value * 1_000_000_000
+        case let .milliseconds(value):
+            return value.multipliedReportingOverflow(by: 1_000_000).overflow ? .max : value * 1_000_000
+        case let .microseconds(value):
+            return value.multipliedReportingOverflow(by: 1_000).overflow ? .max : value * 1_000
         case let .nanoseconds(value): return value
         case .never: return .max
         @unknown default: return .max

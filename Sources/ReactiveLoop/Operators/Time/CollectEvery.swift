@@ -30,7 +30,8 @@ final class _CollectEveryState<Value, Error: Swift.Error>: @unchecked Sendable {
 
     /// The operator for one run: builds the state and returns the observer of the input.
     static func adapter(
-        _ interval: DispatchTimeInterval, _ scheduler: any DateScheduler, _ skipEmpty: Bool, _ discardWhenCompleted: Bool
+        _ interval: DispatchTimeInterval, _ scheduler: any DateScheduler, _ skipEmpty: Bool,
+        _ discardWhenCompleted: Bool
     ) -> (_SerialSink<[Value], Error>, Lifetime) -> Signal<Value, Error>.Observer {
         precondition(
             interval.nanoseconds > 0,

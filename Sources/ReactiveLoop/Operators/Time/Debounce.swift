@@ -62,7 +62,9 @@ final class _DebounceState<Value, Error: Swift.Error>: @unchecked Sendable {  //
             timer.dispose()
             var last: (value: Value, due: Date)?
             sink.send {
-                if !discardWhenCompleted, let value = pending { last = (value, lastUpdated.addingTimeInterval(interval)) }
+                if !discardWhenCompleted, let value = pending {
+                    last = (value, lastUpdated.addingTimeInterval(interval))
+                }
                 pending = nil
                 return nil
             }

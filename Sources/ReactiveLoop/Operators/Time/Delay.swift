@@ -29,7 +29,8 @@ final class _DelayState<Value, Error: Swift.Error>: @unchecked Sendable {  // Co
         _ interval: TimeInterval, _ scheduler: any DateScheduler
     ) -> (_SerialSink<Value, Error>, Lifetime) -> Signal<Value, Error>.Observer {
         { sink, lifetime in
-            Signal.Observer(_DelayState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
+            Signal.Observer(
+                _DelayState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
         }
     }
 

@@ -9,7 +9,9 @@ extension Signal {
     /// Defers `transform` to `scheduler`: when values arrive faster than the scheduler runs,
     /// only the latest is transformed and sent. Terminal events follow on the scheduler.
     public func lazyMap<U>(on scheduler: any Scheduler, transform: @escaping (Value) -> U) -> Signal<U, Error> {
-        _timed { sink, lifetime in _LazyMapState(scheduler: scheduler, transform: transform, sink: sink, lifetime: lifetime).observer }
+        _timed { sink, lifetime in
+            _LazyMapState(scheduler: scheduler, transform: transform, sink: sink, lifetime: lifetime).observer
+        }
     }
 }
 
@@ -32,13 +34,17 @@ extension SignalProducer {
     /// Defers `transform` to `scheduler`, transforming only the latest value; see
     /// `Signal.lazyMap(on:transform:)`.
     public func lazyMap<U>(on scheduler: any Scheduler, transform: @escaping (Value) -> U) -> SignalProducer<U, Error> {
-        _timed { sink, lifetime in _LazyMapState(scheduler: scheduler, transform: transform, sink: sink, lifetime: lifetime).observer }
+        _timed { sink, lifetime in
+            _LazyMapState(scheduler: scheduler, transform: transform, sink: sink, lifetime: lifetime).observer
+        }
     }
 
     /// Starts the producer again `interval` seconds after a failure, up to `count` more times.
     ///
     /// - Precondition: `count >= 0` and `interval >= 0`.
-    public func retry(upTo count: Int, interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
+    public func retry(upTo count: Int, interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<
+        Value, Error
+    > {
         precondition(count >= 0, "retry(upTo:interval:on:): count must be >= 0, got \(count)")
         _checkInterval(interval, "retry(upTo:interval:on:)")
         guard count > 0 else { return self }

@@ -28,7 +28,8 @@ final class _ThrottleState<Value, Error: Swift.Error>: @unchecked Sendable {  //
         _ interval: TimeInterval, _ scheduler: any DateScheduler
     ) -> (_SerialSink<Value, Error>, Lifetime) -> Signal<Value, Error>.Observer {
         { sink, lifetime in
-            Signal.Observer(_ThrottleState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
+            Signal.Observer(
+                _ThrottleState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
         }
     }
 
@@ -88,7 +89,9 @@ extension Signal {
 
     /// Holds values while `shouldThrottle` is `true` and sends the latest held one when it
     /// becomes `false`; otherwise forwards values at once. Events are delivered on `scheduler`.
-    public func throttle<P: PropertyProtocol>(while shouldThrottle: P, on scheduler: any Scheduler) -> Signal<Value, Error>
+    public func throttle<P: PropertyProtocol>(while shouldThrottle: P, on scheduler: any Scheduler) -> Signal<
+        Value, Error
+    >
     where P.Value == Bool {
         Signal._serialized { sink, lifetime in
             var held: Value?  // Confined to the owner of the sink's delivery.

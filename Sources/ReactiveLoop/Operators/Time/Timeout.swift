@@ -19,7 +19,9 @@ extension Signal {
     /// `scheduler` unless the signal terminated first.
     ///
     /// - Precondition: `interval >= 0`.
-    public func timeout(after interval: TimeInterval, raising error: Error, on scheduler: any DateScheduler) -> Signal<Value, Error> {
+    public func timeout(after interval: TimeInterval, raising error: Error, on scheduler: any DateScheduler) -> Signal<
+        Value, Error
+    > {
         _timed(_timeoutAdapter(interval, error, scheduler))
     }
 }

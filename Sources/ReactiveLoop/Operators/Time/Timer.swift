@@ -5,7 +5,9 @@ extension SignalProducer where Value == Date, Error == Never {
     /// until disposed. The leeway is 10% of the interval.
     ///
     /// - Precondition: `interval` is positive.
-    public static func timer(interval: DispatchTimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
+    public static func timer(interval: DispatchTimeInterval, on scheduler: any DateScheduler) -> SignalProducer<
+        Value, Error
+    > {
         timer(interval: interval, on: scheduler, leeway: .nanoseconds(interval.nanoseconds / 10))
     }
 
@@ -54,7 +56,9 @@ extension SignalProducer where Value == Int, Error == Never {
     /// Sends 0, 1, 2, … one every `interval` (the first after one interval), until disposed.
     ///
     /// - Precondition: `interval` is positive.
-    public static func interval(_ interval: DispatchTimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
+    public static func interval(_ interval: DispatchTimeInterval, on scheduler: any DateScheduler) -> SignalProducer<
+        Value, Error
+    > {
         precondition(interval.nanoseconds > 0, "interval(_:on:): interval must be positive, got \(interval)")
         return .interval(0..., interval: interval, on: scheduler)
     }
