@@ -4,9 +4,13 @@ import Foundation
 final class _CollectEveryState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.
     let skipEmpty: Bool
     let discardWhenCompleted: Bool
+    let scheduler: any DateScheduler
     let sink: _SerialSink<[Value], Error>
+    let timer = SerialDisposable()
     // Confined to the owner of the sink's delivery.
     var buffer: [Value] = []
+    // Confined to the owner of the sink's delivery. Completed, waiting for the next tick.
+    var completing = false
 
     init(
         interval: DispatchTimeInterval, scheduler: any DateScheduler, skipEmpty: Bool, discardWhenCompleted: Bool,
@@ -14,17 +18,13 @@ final class _CollectEveryState<Value, Error: Swift.Error>: @unchecked Sendable {
     ) {
         self.skipEmpty = skipEmpty
         self.discardWhenCompleted = discardWhenCompleted
+        self.scheduler = scheduler
         self.sink = sink
-        lifetime += scheduler.schedule(after: interval, interval: interval, leeway: .seconds(0)) { [weak self] in
+        lifetime += timer
+        timer.inner = scheduler.schedule(
+            after: interval, interval: interval, leeway: .nanoseconds(interval.nanoseconds / 10)
+        ) { [weak self] in
             self?.tick()
-        }
-    }
-
-    private func tick() {
-        sink.send {
-            guard !buffer.isEmpty || !skipEmpty else { return nil }
-            defer { buffer.removeAll(keepingCapacity: true) }
-            return .value(buffer)
         }
     }
 
@@ -45,6 +45,22 @@ final class _CollectEveryState<Value, Error: Swift.Error>: @unchecked Sendable {
         }
     }
 
+    /// Sends what was collected (if anything, or always unless `skipEmpty`); after a
+    /// completion that keeps its values, completes too.
+    private func tick() {
+        var complete = false
+        sink.send {
+            complete = completing
+            guard !buffer.isEmpty || !skipEmpty else { return nil }
+            defer { buffer.removeAll(keepingCapacity: true) }
+            return .value(buffer)
+        }
+        if complete {
+            timer.dispose()
+            sink.send(.completed)
+        }
+    }
+
     func receive(_ event: Signal<Value, Error>.Event) {
         switch event {
         case let .value(value):
@@ -52,15 +68,20 @@ final class _CollectEveryState<Value, Error: Swift.Error>: @unchecked Sendable {
                 buffer.append(value)
                 return nil
             }
-        case .completed:
-            var flush = false
+        case .completed where !discardWhenCompleted:
             sink.send {
-                flush = !discardWhenCompleted && !buffer.isEmpty
-                return flush ? .value(buffer) : nil
+                completing = true
+                return nil
             }
-            sink.send(.completed)
-        case let .failed(error): sink.send(.failed(error))
-        case .interrupted: sink.send(.interrupted)
+        case .completed, .failed, .interrupted:
+            timer.dispose()
+            let terminal: Signal<[Value], Error>.Event =
+                switch event {
+                case let .failed(error): .failed(error)
+                case .interrupted: .interrupted
+                default: .completed
+                }
+            scheduler.schedule { [sink] in sink.send(terminal) }
         }
     }
 }
