@@ -3,12 +3,8 @@ import Foundation
 /// debounce: a value is sent once `interval` has passed without a newer one. Per input: one
 /// clock read and a store; at most one timer is pending, re-armed only if values kept coming.
 @usableFromInline
-final class _DebounceState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.
-    @usableFromInline let interval: TimeInterval
-    @usableFromInline let scheduler: any DateScheduler
+final class _DebounceState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @unchecked Sendable {  // Vars: see below.
     @usableFromInline let discardWhenCompleted: Bool
-    @usableFromInline let sink: _SerialSink<Value, Error>
-    @usableFromInline let timer = SerialDisposable()
     // Confined to the owner of the sink's delivery.
     @exclusivity(unchecked) @usableFromInline var pending: Value?
     // Confined to the owner of the sink's delivery. When the pending value arrived.
@@ -21,11 +17,8 @@ final class _DebounceState<Value, Error: Swift.Error>: @unchecked Sendable {  //
         interval: TimeInterval, scheduler: any DateScheduler, discardWhenCompleted: Bool,
         sink: _SerialSink<Value, Error>, lifetime: Lifetime
     ) {
-        self.interval = interval
-        self.scheduler = scheduler
         self.discardWhenCompleted = discardWhenCompleted
-        self.sink = sink
-        lifetime += timer
+        super.init(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime)
     }
 
     /// The operator for one run: builds the state and returns the observer of the input.

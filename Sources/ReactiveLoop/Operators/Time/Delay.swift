@@ -3,25 +3,13 @@ import Foundation
 /// delay: values and completion shifted by `interval`, in their order, through one FIFO queue
 /// and at most one pending timer (not one timer per value).
 @usableFromInline
-final class _DelayState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.
-    @usableFromInline let interval: TimeInterval
-    @usableFromInline let scheduler: any DateScheduler
-    @usableFromInline let sink: _SerialSink<Value, Error>
-    @usableFromInline let timer = SerialDisposable()
+final class _DelayState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @unchecked Sendable {  // Vars: see below.
     // Confined to the owner of the sink's delivery.
     @exclusivity(unchecked) @usableFromInline var queue: [(deadline: Date, event: Signal<Value, Error>.Event)] = []
     // Confined to the owner of the sink's delivery.
     @exclusivity(unchecked) @usableFromInline var head = 0
     // Confined to the owner of the sink's delivery.
     @exclusivity(unchecked) @usableFromInline var armed = false
-
-    @usableFromInline
-    init(interval: TimeInterval, scheduler: any DateScheduler, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
-        self.interval = interval
-        self.scheduler = scheduler
-        self.sink = sink
-        lifetime += timer
-    }
 
     /// The operator for one run: builds the state and returns the observer of the input.
     @inlinable

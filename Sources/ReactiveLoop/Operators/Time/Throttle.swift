@@ -4,23 +4,11 @@ import Foundation
 /// value: no clock read and no timer, except when a quiet stream wakes up (one immediate send)
 /// and once per interval while values keep coming (one timer).
 @usableFromInline
-final class _ThrottleState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.
-    @usableFromInline let interval: TimeInterval
-    @usableFromInline let scheduler: any DateScheduler
-    @usableFromInline let sink: _SerialSink<Value, Error>
-    @usableFromInline let timer = SerialDisposable()
+final class _ThrottleState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @unchecked Sendable {  // Vars: see below.
     // Confined to the owner of the sink's delivery. A value waits for the window to end.
     @exclusivity(unchecked) @usableFromInline var pending: Value?
     // Confined to the owner of the sink's delivery. True from a send until `interval` later.
     @exclusivity(unchecked) @usableFromInline var windowOpen = false
-
-    @usableFromInline
-    init(interval: TimeInterval, scheduler: any DateScheduler, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
-        self.interval = interval
-        self.scheduler = scheduler
-        self.sink = sink
-        lifetime += timer
-    }
 
     /// The operator for one run: builds the state and returns the observer of the input.
     @inlinable

@@ -29,3 +29,21 @@ extension SignalProducer {
 func _checkInterval(_ interval: TimeInterval, _ api: StaticString) {
     precondition(interval >= 0 && !interval.isNaN, "\(api): interval must be >= 0, got \(interval)")
 }
+
+/// What every timed operator's per-run state holds: its interval, scheduler and output, and
+/// the serial disposable of its pending timer, which ends with the run.
+@usableFromInline
+class _TimedState<Value, Error: Swift.Error>: @unchecked Sendable {  // Immutable; subclasses say what guards theirs.
+    @usableFromInline let interval: TimeInterval
+    @usableFromInline let scheduler: any DateScheduler
+    @usableFromInline let sink: _SerialSink<Value, Error>
+    @usableFromInline let timer = SerialDisposable()
+
+    @usableFromInline
+    init(interval: TimeInterval, scheduler: any DateScheduler, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
+        self.interval = interval
+        self.scheduler = scheduler
+        self.sink = sink
+        lifetime += timer
+    }
+}
