@@ -253,23 +253,38 @@ final class _SignalCore<Value, Error: Swift.Error> {
         }
     }
 
+    /// What `beginExclusive()` hands to `endExclusive`: whether this call took ownership
+    /// (`false` when the calling thread already delivers), and the thread's id, read once.
+    @usableFromInline
+    struct Exclusive {
+        @usableFromInline let owned: Bool
+        @usableFromInline let me: UInt
+
+        @inlinable
+        init(owned: Bool, me: UInt) {
+            self.owned = owned
+            self.me = me
+        }
+    }
+
     /// Takes delivery ownership for an update that must be ordered with its own delivery
-    /// (`MutableProperty`). Returns `false` when the calling thread already owns delivery.
+    /// (`MutableProperty`, stateful operators). Does not take it when the calling thread
+    /// already owns delivery (a reentrant update).
     @inlinable
-    func beginExclusive() -> Bool {
+    func beginExclusive() -> Exclusive {
         let me = _currentThreadID()
-        if _fastPath(tryAcquire(me)) { return true }
-        if isOwner(me) { return false }
+        if _fastPath(tryAcquire(me)) { return Exclusive(owned: true, me: me) }
+        if isOwner(me) { return Exclusive(owned: false, me: me) }
         acquireBlocking(me)
-        return true
+        return Exclusive(owned: true, me: me)
     }
 
     /// Ends what `beginExclusive()` began, delivering (or, when reentrant, queueing) `event`.
     @inlinable
-    func endExclusive(delivering event: Event?, owned: Bool) {
-        if owned {
+    func endExclusive(delivering event: Event?, owned exclusive: Exclusive) {
+        if exclusive.owned {
             if let event { deliver(event) }
-            release(_currentThreadID())
+            release(exclusive.me)
         } else if let event {
             enqueue(event)
         }
