@@ -48,6 +48,15 @@ extension Signal {
             }
         }
 
+        /// An observer that calls `action` with each value and ignores the other events: the
+        /// closure holds only `action`, so a delivery calls one closure that calls `action`.
+        @inlinable
+        convenience init(values action: @escaping (Value) -> Void) {
+            self.init { event in
+                if case let .value(value) = event { action(value) }
+            }
+        }
+
         deinit {
             core?._withUnsafeGuaranteedRef { $0.send(.interrupted) }
         }

@@ -121,7 +121,7 @@ extension Signal where Error == Never {
     @discardableResult
     @inlinable
     public func observeValues(_ action: @escaping (Value) -> Void) -> (any Disposable)? {
-        observe(Observer(value: action))
+        observe(Observer(values: action))
     }
 }
 

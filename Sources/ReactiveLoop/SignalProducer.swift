@@ -311,7 +311,7 @@ extension SignalProducer where Error == Never {
     @discardableResult
     @inlinable
     public func startWithValues(_ action: @escaping (Value) -> Void) -> any Disposable {
-        start(Signal.Observer(value: action))
+        start(Signal.Observer(values: action))
     }
 }
 

@@ -24,7 +24,7 @@ public enum _SignalCoreKind: UInt8, Sendable {
 ///
 /// ## How it works
 /// Exactly one thread at a time owns delivery. `state` holds the owner (its thread id, shifted
-/// left by 3) and three flags in its low bits. A sender takes ownership with one CAS
+/// left by 4) and four flags in its low bits. A sender takes ownership with one CAS
 /// (`0 -> owner`), delivers, and gives ownership back with one CAS (`owner -> 0`); that is the
 /// whole uncontended path. The release CAS fails only if somebody raised a flag meanwhile, and
 /// then the owner deals with it before leaving:
@@ -37,6 +37,11 @@ public enum _SignalCoreKind: UInt8, Sendable {
 /// - `observe` and disposal never touch the observer array directly: they post additions and
 ///   removals under `stateLock` and raise `flagRegistrations`; the owner applies them before
 ///   its next event. If nobody owns delivery, the caller takes ownership and applies them.
+///
+/// The fast paths (one compare-and-swap to take ownership, one to give it back) are inlined
+/// into the sender; everything else is out of line. The reference (`locked`) core branches to
+/// its locks before either CAS, and keeps `flagReference` raised for its whole life so that a
+/// delivery's single flag check also routes it to its locked read of the observer state.
 @usableFromInline
 final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline typealias Event = Signal<Value, Error>.Event
@@ -60,7 +65,11 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline static var flagRegistrations: UInt { 1 }
     @usableFromInline static var flagTerminal: UInt { 2 }
     @usableFromInline static var flagWaiters: UInt { 4 }
-    @usableFromInline static var flags: UInt { 7 }
+    /// Always raised in the `locked` reference core, never in the lock-free one.
+    @usableFromInline static var flagReference: UInt { 8 }
+    @usableFromInline static var flags: UInt { 15 }
+    /// The flags a delivery must look at before calling out.
+    @usableFromInline static var flagsBeforeDelivery: UInt { flagRegistrations | flagTerminal | flagReference }
 
     /// The owner of delivery (`ownerBits(threadID)`, or 0) and the flags.
     @usableFromInline let state = Atomic<UInt>(0)
@@ -74,14 +83,25 @@ final class _SignalCore<Value, Error: Swift.Error> {
     struct DeliveryState {
         // Confined to the owner of delivery. Owns the subscriptions; change it with `set(_:)`.
         @usableFromInline private(set) var observers: ContiguousArray<Subscription> = []
-        // Confined to the owner of delivery. The same subscriptions, iterated on every event
-        // without a retain and release of each (`observers` keeps them alive).
-        @usableFromInline private(set) var unretained: ContiguousArray<Unmanaged<Subscription>> = []
+        // Confined to the owner of delivery. The same subscriptions in a plain buffer, iterated
+        // on every event with no retain of the buffer or of a subscription (`observers` keeps
+        // them alive). Only `set(_:)` replaces it, and it never runs during a callout: changes
+        // are applied by the owner before or after an event, never in the middle of one.
+        @usableFromInline private(set) var callouts: UnsafeMutablePointer<Unmanaged<Subscription>>?
+        @usableFromInline private(set) var calloutCount = 0
 
         @inlinable
         mutating func set(_ newObservers: ContiguousArray<Subscription>) {
             observers = newObservers
-            unretained = ContiguousArray(newObservers.lazy.map(Unmanaged.passUnretained))
+            callouts?.deallocate()
+            callouts = nil
+            calloutCount = newObservers.count
+            guard !newObservers.isEmpty else { return }
+            let buffer = UnsafeMutablePointer<Unmanaged<Subscription>>.allocate(capacity: newObservers.count)
+            for (index, subscription) in newObservers.enumerated() {
+                (buffer + index).initialize(to: .passUnretained(subscription))
+            }
+            callouts = buffer
         }
         // Confined to the owner of delivery. Reentrant events, oldest first from `queueHead`.
         @usableFromInline var queue: ContiguousArray<Event> = []
@@ -125,32 +145,44 @@ final class _SignalCore<Value, Error: Swift.Error> {
         sendLock = usesLocks ? _Lock() : nil
         delivery = .allocate(capacity: 1)
         delivery.initialize(to: DeliveryState())
+        if usesLocks { state.store(Self.flagReference, ordering: .relaxed) }
     }
 
     deinit {
+        delivery.pointee.set([])
         delivery.deinitialize(count: 1)
         delivery.deallocate()
     }
 
     // MARK: Ownership
 
-    /// The owner value of thread `me` (thread ids are pointers, far below 2^61).
+    /// The owner value of thread `me` (thread ids are pointers, far below 2^60).
     @inlinable
-    static func ownerBits(_ me: UInt) -> UInt { me &<< 3 }
+    static func ownerBits(_ me: UInt) -> UInt { me &<< 4 }
 
     @inlinable
     func isOwner(_ me: UInt) -> Bool {
         state.load(ordering: .relaxed) & ~Self.flags == Self.ownerBits(me)
     }
 
-    @inlinable
+    /// Takes ownership if nobody has it. The fast path is one compare-and-swap, inlined into
+    /// the sender; anything else (a raised flag, the reference core) goes out of line.
+    @inlinable @inline(__always)
     func tryAcquire(_ me: UInt) -> Bool {
-        if _slowPath(usesLocks) {
-            guard sendLock.unsafelyUnwrapped.tryLock() else { return false }
-            state.bitwiseOr(Self.ownerBits(me), ordering: .sequentiallyConsistent)
+        if _fastPath(
+            !usesLocks
+                && state.compareExchange(expected: 0, desired: Self.ownerBits(me), ordering: .acquiring).exchanged)
+        {
             return true
         }
-        if _fastPath(state.compareExchange(expected: 0, desired: Self.ownerBits(me), ordering: .acquiring).exchanged) {
+        return tryAcquireSlow(me)
+    }
+
+    @usableFromInline
+    func tryAcquireSlow(_ me: UInt) -> Bool {
+        if usesLocks {
+            guard sendLock.unsafelyUnwrapped.tryLock() else { return false }
+            state.bitwiseOr(Self.ownerBits(me), ordering: .sequentiallyConsistent)
             return true
         }
         return tryAcquireWithFlags(me)
@@ -188,19 +220,29 @@ final class _SignalCore<Value, Error: Swift.Error> {
         stateLock.unlock()
     }
 
-    /// Gives ownership back after draining the reentrant queue and anything flagged.
-    @inlinable
+    /// Gives ownership back after draining the reentrant queue and anything flagged. The fast
+    /// path (nothing queued, no flag raised) is one compare-and-swap, inlined into the sender.
+    @inlinable @inline(__always)
     func release(_ me: UInt) {
+        if _fastPath(
+            !usesLocks && delivery.pointee.queue.isEmpty
+                && state.compareExchange(expected: Self.ownerBits(me), desired: 0, ordering: .releasing).exchanged)
+        {
+            return
+        }
+        releaseSlow(me)
+    }
+
+    @usableFromInline
+    func releaseSlow(_ me: UInt) {
         while true {
-            if _slowPath(delivery.pointee.queueHead < delivery.pointee.queue.count) { drainQueue() }
-            if _slowPath(usesLocks) {
+            if delivery.pointee.queueHead < delivery.pointee.queue.count { drainQueue() }
+            if usesLocks {
                 state.bitwiseAnd(Self.flags, ordering: .sequentiallyConsistent)
                 sendLock.unsafelyUnwrapped.unlock()
                 return
             }
-            if _fastPath(
-                state.compareExchange(expected: Self.ownerBits(me), desired: 0, ordering: .releasing).exchanged)
-            {
+            if state.compareExchange(expected: Self.ownerBits(me), desired: 0, ordering: .releasing).exchanged {
                 return
             }
             guard releaseWithFlags(me) else { return }
@@ -229,7 +271,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     // MARK: Sending
 
     /// Delivers `event` to every observer, or queues it if the calling thread is delivering.
-    @inlinable
+    @inlinable @inline(__always)
     func send(_ event: Event) {
         let me = _currentThreadID()
         if _fastPath(tryAcquire(me)) {
@@ -240,7 +282,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
         }
     }
 
-    @inlinable
+    @inlinable @inline(never)
     func sendSlow(_ event: Event, _ me: UInt) {
         if isOwner(me) {
             enqueue(event)
@@ -323,28 +365,37 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     // MARK: Delivering (owner only)
 
-    @inlinable
+    @inlinable @inline(__always)
     func deliver(_ event: Event) {
-        let pending = Self.flagRegistrations | Self.flagTerminal
-        if _slowPath(usesLocks) {
-            // The reference core reads its observer state under the state lock on every
-            // event, as ReactiveSwift does.
-            stateLock.lock()
-            let flags = state.load(ordering: .relaxed)
-            stateLock.unlock()
-            if flags & pending != 0 { processMailbox() }
-        } else if _slowPath(state.load(ordering: .acquiring) & pending != 0) {
-            processMailbox()
-        }
+        if _slowPath(state.load(ordering: .acquiring) & Self.flagsBeforeDelivery != 0) { prepareDelivery() }
         if _slowPath(delivery.pointee.isTerminated) { return }
         guard case .value = event else {
             deliverTerminal(event)
             return
         }
-        for subscription in delivery.pointee.unretained {
-            subscription._withUnsafeGuaranteedRef { subscription in
+        let callouts = delivery.pointee.callouts
+        let count = delivery.pointee.calloutCount
+        var index = 0
+        while index < count {
+            callouts.unsafelyUnwrapped[index]._withUnsafeGuaranteedRef { subscription in
                 if !subscription.isDisposed.load(ordering: .relaxed) { subscription.action(event) }
             }
+            index &+= 1
+        }
+    }
+
+    /// Applies what was posted before a delivery calls out.
+    @usableFromInline
+    func prepareDelivery() {
+        if usesLocks {
+            // The reference core reads its observer state under the state lock on every
+            // event, as ReactiveSwift does.
+            stateLock.lock()
+            let flags = state.load(ordering: .relaxed)
+            stateLock.unlock()
+            if flags & (Self.flagRegistrations | Self.flagTerminal) != 0 { processMailbox() }
+        } else {
+            processMailbox()
         }
     }
 
