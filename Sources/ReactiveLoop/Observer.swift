@@ -10,6 +10,10 @@ extension Signal {
         public typealias Action = (Signal<Value, Error>.Event) -> Void
 
         @usableFromInline let action: Action
+        /// A shortcut for values, if the observer has one: calling it with `value` does what
+        /// `action(.value(value))` does, with one closure call less. A signal core calls it for
+        /// each value; every other event goes to `action`.
+        @usableFromInline let valueAction: ((Value) -> Void)?
         /// The signal core this observer is the input of, if any: `send` calls it directly,
         /// saving an indirect call per event. Such an input interrupts its signal when released.
         /// `action` holds the core strongly; this reference is unowned so that a send does not
@@ -20,6 +24,7 @@ extension Signal {
         @inlinable
         public init(_ action: @escaping Action) {
             self.action = action
+            self.valueAction = nil
             self.core = nil
         }
 
@@ -27,6 +32,7 @@ extension Signal {
         @inlinable
         init(inputOf core: _SignalCore<Value, Error>) {
             self.action = { [core] event in core.send(event) }
+            self.valueAction = nil
             self.core = Unmanaged.passUnretained(core)
         }
 
@@ -38,7 +44,7 @@ extension Signal {
             completed: (() -> Void)? = nil,
             interrupted: (() -> Void)? = nil
         ) {
-            self.init { event in
+            let action: Action = { event in
                 switch event {
                 case let .value(v): value?(v)
                 case let .failed(error): failed?(error)
@@ -46,15 +52,39 @@ extension Signal {
                 case .interrupted: interrupted?()
                 }
             }
+            if let value {
+                self.init(action, values: value)
+            } else {
+                self.init(action)
+            }
         }
 
         /// An observer that calls `action` with each value and ignores the other events: the
         /// closure holds only `action`, so a delivery calls one closure that calls `action`.
         @inlinable
         convenience init(values action: @escaping (Value) -> Void) {
-            self.init { event in
-                if case let .value(value) = event { action(value) }
-            }
+            self.init(
+                { event in
+                    if case let .value(value) = event { action(value) }
+                },
+                values: action)
+        }
+
+        /// An observer whose values take the shortcut `valueAction`, which must do what
+        /// `action(.value(value))` does.
+        @inlinable
+        init(_ action: @escaping Action, values valueAction: @escaping (Value) -> Void) {
+            self.action = action
+            self.valueAction = valueAction
+            self.core = nil
+        }
+
+        /// The closure that sends one value to this observer the shortest way.
+        @inlinable
+        var valueSink: (Value) -> Void {
+            if let valueAction { return valueAction }
+            let action = self.action
+            return { value in action(.value(value)) }
         }
 
         deinit {

@@ -94,4 +94,51 @@ struct MapTests {
             .start(errors.observer)
         #expect(errors.events == [.failed(TestError(code: 2))])
     }
+
+    /// map, filter and compactMap hand values along a value shortcut (`Observer.valueAction`)
+    /// when a core delivers, and through `action` when an observer is sent an event directly:
+    /// both paths must give the same result, into either kind of downstream observer.
+    @Test func valueShortcutAndEventPathAgree() throws {
+        typealias Adapter = (Signal<Int, TestError>.Observer) -> Signal<Int, TestError>.Observer
+        let adapters: [(String, Adapter)] = [
+            ("map", _Stateless.map { $0 * 10 }),
+            ("filter", _Stateless.filter { $0 % 2 == 0 }),
+            ("compactMap", _Stateless.compactMap { $0 > 2 ? $0 + 100 : nil }),
+        ]
+        for (name, adapter) in adapters {
+            var results: [[Int]] = []
+            for useShortcut in [true, false] {
+                let events = Recorder<Int, TestError>()
+                let values = Box<[Int]>([])
+                let intoEvents = adapter(events.observer)
+                let intoValues = adapter(Signal.Observer(values: { value in values.modify { $0.append(value) } }))
+                for upstream in [intoEvents, intoValues] {
+                    let shortcut = try #require(upstream.valueAction, "\(name) has no value shortcut")
+                    for value in 1...5 {
+                        if useShortcut { shortcut(value) } else { upstream.action(.value(value)) }
+                    }
+                }
+                #expect(events.values == values.value, "\(name)")
+                results.append(values.value)
+            }
+            #expect(results[0] == results[1], "\(name): shortcut \(results[0]), events \(results[1])")
+        }
+    }
+
+    @Test func valueObserversTakeTheShortcutAndStillSeeTerminalEvents() {
+        let (signal, input) = Signal<Int, TestError>.pipe()
+        let seen = Box<[String]>([])
+        let perKind = Signal<Int, TestError>.Observer(
+            value: { value in seen.modify { $0.append("value \(value)") } },
+            failed: { error in seen.modify { $0.append("failed \(error.code)") } })
+        #expect(perKind.valueAction != nil)
+        #expect(Signal<Int, TestError>.Observer(completed: {}).valueAction == nil)
+        signal.observe(perKind)
+        signal.map { $0 + 1 }.filter { $0 > 2 }.observe(
+            Signal.Observer(value: { value in seen.modify { $0.append("mapped \(value)") } }))
+        input.send(value: 1)
+        input.send(value: 2)
+        input.send(error: TestError(code: 7))
+        #expect(seen.value == ["value 1", "value 2", "mapped 3", "failed 7"])
+    }
 }

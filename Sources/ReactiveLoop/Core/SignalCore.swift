@@ -52,6 +52,11 @@ final class _SignalCore<Value, Error: Swift.Error> {
     final class Subscription {
         /// The observer's action, held directly to save a hop on every event.
         @usableFromInline let action: Observer.Action
+        /// The observer's `valueAction`, if it has one (then it receives values instead of
+        /// `action`); else a closure never called. Not optional: calling an optional closure
+        /// stored in a class copies and retains it, on every value.
+        @usableFromInline let valueAction: (Value) -> Void
+        @usableFromInline let hasValueShortcut: Bool
         @usableFromInline let observer: Observer
         @usableFromInline let isDisposed = Atomic<Bool>(false)
 
@@ -59,6 +64,13 @@ final class _SignalCore<Value, Error: Swift.Error> {
         init(_ observer: Observer) {
             self.observer = observer
             self.action = observer.action
+            if let valueAction = observer.valueAction {
+                self.valueAction = valueAction
+                self.hasValueShortcut = true
+            } else {
+                self.valueAction = { _ in }
+                self.hasValueShortcut = false
+            }
         }
     }
 
@@ -369,7 +381,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     func deliver(_ event: Event) {
         if _slowPath(state.load(ordering: .acquiring) & Self.flagsBeforeDelivery != 0) { prepareDelivery() }
         if _slowPath(delivery.pointee.isTerminated) { return }
-        guard case .value = event else {
+        guard case let .value(value) = event else {
             deliverTerminal(event)
             return
         }
@@ -378,7 +390,13 @@ final class _SignalCore<Value, Error: Swift.Error> {
         var index = 0
         while index < count {
             callouts.unsafelyUnwrapped[index]._withUnsafeGuaranteedRef { subscription in
-                if !subscription.isDisposed.load(ordering: .relaxed) { subscription.action(event) }
+                if !subscription.isDisposed.load(ordering: .relaxed) {
+                    if subscription.hasValueShortcut {
+                        subscription.valueAction(value)
+                    } else {
+                        subscription.action(event)
+                    }
+                }
             }
             index &+= 1
         }

@@ -2,31 +2,39 @@
 //
 // Each is one adapter (downstream observer -> upstream observer). On a Signal the adapter makes
 // a view, so a chain of these costs one closure call per hop and no signal; on a producer it is
-// applied per run, between the run's source core and the observer.
+// applied per run, between the run's source core and the observer. map, filter and compactMap
+// also give the upstream observer a value shortcut (`Observer.valueAction`): a value goes
+// through a chain of them as a plain argument, never wrapped in an event and switched on.
 
 @usableFromInline
 enum _Stateless {
     @inlinable
     static func map<V, U, E>(_ transform: @escaping (V) -> U) -> (Signal<U, E>.Observer) -> Signal<V, E>.Observer {
         { downstream in
-            Signal<V, E>.Observer { event in
-                switch event {
-                case let .value(value): downstream.action(.value(transform(value)))
-                case let .failed(error): downstream.action(.failed(error))
-                case .completed: downstream.action(.completed)
-                case .interrupted: downstream.action(.interrupted)
-                }
-            }
+            let forward = downstream.valueSink
+            return Signal<V, E>.Observer(
+                { event in
+                    switch event {
+                    case let .value(value): downstream.action(.value(transform(value)))
+                    case let .failed(error): downstream.action(.failed(error))
+                    case .completed: downstream.action(.completed)
+                    case .interrupted: downstream.action(.interrupted)
+                    }
+                },
+                values: { value in forward(transform(value)) })
         }
     }
 
     @inlinable
     static func filter<V, E>(_ isIncluded: @escaping (V) -> Bool) -> (Signal<V, E>.Observer) -> Signal<V, E>.Observer {
         { downstream in
-            Signal<V, E>.Observer { event in
-                if case let .value(value) = event, !isIncluded(value) { return }
-                downstream.action(event)
-            }
+            let forward = downstream.valueSink
+            return Signal<V, E>.Observer(
+                { event in
+                    if case let .value(value) = event, !isIncluded(value) { return }
+                    downstream.action(event)
+                },
+                values: { value in if isIncluded(value) { forward(value) } })
         }
     }
 
@@ -35,14 +43,17 @@ enum _Stateless {
         Signal<V, E>.Observer
     {
         { downstream in
-            Signal<V, E>.Observer { event in
-                switch event {
-                case let .value(value): if let mapped = transform(value) { downstream.action(.value(mapped)) }
-                case let .failed(error): downstream.action(.failed(error))
-                case .completed: downstream.action(.completed)
-                case .interrupted: downstream.action(.interrupted)
-                }
-            }
+            let forward = downstream.valueSink
+            return Signal<V, E>.Observer(
+                { event in
+                    switch event {
+                    case let .value(value): if let mapped = transform(value) { downstream.action(.value(mapped)) }
+                    case let .failed(error): downstream.action(.failed(error))
+                    case .completed: downstream.action(.completed)
+                    case .interrupted: downstream.action(.interrupted)
+                    }
+                },
+                values: { value in if let mapped = transform(value) { forward(mapped) } })
         }
     }
 
