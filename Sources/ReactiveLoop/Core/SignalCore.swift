@@ -39,9 +39,11 @@ public enum _SignalCoreKind: UInt8, Sendable {
 ///   its next event. If nobody owns delivery, the caller takes ownership and applies them.
 ///
 /// The fast paths (one compare-and-swap to take ownership, one to give it back) are inlined
-/// into the sender; everything else is out of line. The reference (`locked`) core branches to
-/// its locks before either CAS, and keeps `flagReference` raised for its whole life so that a
-/// delivery's single flag check also routes it to its locked read of the observer state.
+/// into the sender; everything else is out of line, but still `@inlinable` so that it runs
+/// specialized in the client (unspecialized, a slow path pays generic metadata lookups). The
+/// reference (`locked`) core branches to its locks before either CAS, and keeps
+/// `flagReference` raised for its whole life so that a delivery's single flag check also routes
+/// it to its locked read of the observer state.
 @usableFromInline
 final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline typealias Event = Signal<Value, Error>.Event
@@ -190,7 +192,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
         return tryAcquireSlow(me)
     }
 
-    @usableFromInline
+    @inlinable @inline(never)
     func tryAcquireSlow(_ me: UInt) -> Bool {
         if usesLocks {
             guard sendLock.unsafelyUnwrapped.tryLock() else { return false }
@@ -201,7 +203,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     }
 
     /// Takes ownership if nobody has it, keeping whatever flags are raised.
-    @usableFromInline
+    @inlinable @inline(never)
     func tryAcquireWithFlags(_ me: UInt) -> Bool {
         var current = state.load(ordering: .relaxed)
         while current & ~Self.flags == 0 {
@@ -213,7 +215,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
         return false
     }
 
-    @usableFromInline
+    @inlinable @inline(never)
     func acquireBlocking(_ me: UInt) {
         if usesLocks {
             sendLock.unsafelyUnwrapped.lock()
@@ -245,7 +247,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
         releaseSlow(me)
     }
 
-    @usableFromInline
+    @inlinable @inline(never)
     func releaseSlow(_ me: UInt) {
         while true {
             if delivery.pointee.queueHead < delivery.pointee.queue.count { drainQueue() }
@@ -263,7 +265,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     /// Handles raised flags at release. Returns `true` if the caller still owns delivery and
     /// must try to release again.
-    @usableFromInline
+    @inlinable @inline(never)
     func releaseWithFlags(_ me: UInt) -> Bool {
         if state.load(ordering: .acquiring) & (Self.flagRegistrations | Self.flagTerminal) != 0 {
             processMailbox()
@@ -403,7 +405,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     }
 
     /// Applies what was posted before a delivery calls out.
-    @usableFromInline
+    @inlinable @inline(never)
     func prepareDelivery() {
         if usesLocks {
             // The reference core reads its observer state under the state lock on every
