@@ -24,12 +24,12 @@ public enum _SignalCoreKind: UInt8, Sendable {
 ///
 /// ## How it works
 /// Exactly one thread at a time owns delivery. `state` holds the owner (its thread id, shifted
-/// left by 4) and four flags in its low bits. A sender takes ownership with one CAS
+/// left by 5) and five flags in its low bits. A sender takes ownership with one CAS
 /// (`0 -> owner`), delivers, and gives ownership back with one CAS (`owner -> 0`); that is the
 /// whole uncontended path. The release CAS fails only if somebody raised a flag meanwhile, and
 /// then the owner deals with it before leaving:
 /// - Reentrant sends (the owner sending again from inside a callout) are queued in `queue`
-///   and delivered, in order, before the outermost `send` returns.
+///   (raising `flagQueued`) and delivered, in order, before the outermost `send` returns.
 /// - Contended value sends raise `flagWaiters` and wait on `stateLock`'s condition until
 ///   ownership is free, so `send` still returns only after its event was delivered.
 /// - Contended terminal events are posted (`flagTerminal`) and delivered by the current owner
@@ -81,7 +81,10 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline static var flagWaiters: UInt { 4 }
     /// Always raised in the `locked` reference core, never in the lock-free one.
     @usableFromInline static var flagReference: UInt { 8 }
-    @usableFromInline static var flags: UInt { 15 }
+    /// Raised by the owner when it queues a reentrant event, so that the release CAS fails and
+    /// the slow path drains the queue: the fast path never looks at the queue itself.
+    @usableFromInline static var flagQueued: UInt { 16 }
+    @usableFromInline static var flags: UInt { 31 }
     /// The flags a delivery must look at before calling out.
     @usableFromInline static var flagsBeforeDelivery: UInt { flagRegistrations | flagTerminal | flagReference }
 
@@ -170,9 +173,9 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     // MARK: Ownership
 
-    /// The owner value of thread `me` (thread ids are pointers, far below 2^60).
+    /// The owner value of thread `me` (thread ids are pointers, far below 2^59).
     @inlinable
-    static func ownerBits(_ me: UInt) -> UInt { me &<< 4 }
+    static func ownerBits(_ me: UInt) -> UInt { me &<< 5 }
 
     @inlinable
     func isOwner(_ me: UInt) -> Bool {
@@ -235,11 +238,12 @@ final class _SignalCore<Value, Error: Swift.Error> {
     }
 
     /// Gives ownership back after draining the reentrant queue and anything flagged. The fast
-    /// path (nothing queued, no flag raised) is one compare-and-swap, inlined into the sender.
+    /// path (no flag raised, so nothing queued either) is one compare-and-swap, inlined into the
+    /// sender.
     @inlinable @inline(__always)
     func release(_ me: UInt) {
         if _fastPath(
-            !usesLocks && delivery.pointee.queue.isEmpty
+            !usesLocks
                 && state.compareExchange(expected: Self.ownerBits(me), desired: 0, ordering: .releasing).exchanged)
         {
             return
@@ -251,6 +255,10 @@ final class _SignalCore<Value, Error: Swift.Error> {
     func releaseSlow(_ me: UInt) {
         while true {
             if delivery.pointee.queueHead < delivery.pointee.queue.count { drainQueue() }
+            // Only the owner queues, so with the queue drained the flag can be lowered.
+            if state.load(ordering: .relaxed) & Self.flagQueued != 0 {
+                state.bitwiseAnd(~Self.flagQueued, ordering: .relaxed)
+            }
             if usesLocks {
                 state.bitwiseAnd(Self.flags, ordering: .sequentiallyConsistent)
                 sendLock.unsafelyUnwrapped.unlock()
@@ -364,6 +372,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @inlinable
     func enqueue(_ event: Event) {
         delivery.pointee.queue.append(event)
+        state.bitwiseOr(Self.flagQueued, ordering: .relaxed)
     }
 
     @inlinable
