@@ -59,8 +59,8 @@ extension Signal {
             }
         }
 
-        /// An observer that calls `action` with each value and ignores the other events: the
-        /// closure holds only `action`, so a delivery calls one closure that calls `action`.
+        /// An observer that calls `action` with each value and ignores the other events. A
+        /// signal core calls `action` itself for each value (it is the value shortcut).
         @inlinable
         convenience init(values action: @escaping (Value) -> Void) {
             self.init(
