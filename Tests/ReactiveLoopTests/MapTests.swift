@@ -95,7 +95,7 @@ struct MapTests {
         #expect(errors.events == [.failed(TestError(code: 2))])
     }
 
-    /// map, filter and compactMap hand values along a value shortcut (`Observer.valueAction`)
+    /// map, filter, compactMap and mapError hand values along a value shortcut (`Observer.valueAction`)
     /// when a core delivers, and through `action` when an observer is sent an event directly:
     /// both paths must give the same result, into either kind of downstream observer.
     @Test func valueShortcutAndEventPathAgree() throws {
@@ -104,6 +104,7 @@ struct MapTests {
             ("map", _Stateless.map { $0 * 10 }),
             ("filter", _Stateless.filter { $0 % 2 == 0 }),
             ("compactMap", _Stateless.compactMap { $0 > 2 ? $0 + 100 : nil }),
+            ("mapError", _Stateless.mapError { TestError(code: $0.code + 1) }),
         ]
         for (name, adapter) in adapters {
             var results: [[Int]] = []

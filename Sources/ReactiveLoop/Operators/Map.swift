@@ -2,9 +2,9 @@
 //
 // Each is one adapter (downstream observer -> upstream observer). On a Signal the adapter makes
 // a view, so a chain of these costs one closure call per hop and no signal; on a producer it is
-// applied per run, between the run's source core and the observer. map, filter and compactMap
-// also give the upstream observer a value shortcut (`Observer.valueAction`): a value goes
-// through a chain of them as a plain argument, never wrapped in an event and switched on.
+// applied per run, between the run's source core and the observer. All of them also give the
+// upstream observer a value shortcut (`Observer.valueAction`): a value goes through a chain of
+// them as a plain argument, never wrapped in an event and switched on.
 
 @usableFromInline
 enum _Stateless {
@@ -60,7 +60,10 @@ enum _Stateless {
     @inlinable
     static func mapError<V, E, F>(_ transform: @escaping (E) -> F) -> (Signal<V, F>.Observer) -> Signal<V, E>.Observer {
         { downstream in
-            Signal<V, E>.Observer { event in downstream.action(event.mapError(transform)) }
+            // Values pass unchanged: the upstream's shortcut is the downstream's own.
+            Signal<V, E>.Observer(
+                { event in downstream.action(event.mapError(transform)) },
+                values: downstream.valueSink)
         }
     }
 }
