@@ -13,14 +13,7 @@ enum _Stateless {
         { downstream in
             let forward = downstream.valueSink
             return Signal<V, E>.Observer(
-                { event in
-                    switch event {
-                    case let .value(value): downstream.action(.value(transform(value)))
-                    case let .failed(error): downstream.action(.failed(error))
-                    case .completed: downstream.action(.completed)
-                    case .interrupted: downstream.action(.interrupted)
-                    }
-                },
+                { event in downstream.action(event.map(transform)) },
                 values: { value in forward(transform(value)) })
         }
     }
