@@ -84,12 +84,11 @@ def main():
             values = ", ".join([first] + [f"{LETTERS[i]}.Value" for i in range(1, n)])
             where = [f"{LETTERS[i]}: PropertyProtocol" for i in range(n)] + ["Value == A.Value"]
             arguments = ", ".join(f"{LETTERS[i].lower()}.producer" for i in range(n))
-            sources = ", ".join(LETTERS[i].lower() for i in range(n))
             lines += [
                 f"    /// Aggregates {n} properties as `{op}(with:)` does for two.",
                 f"    public static func {op}<{generics}>({params(n, 'producer')}) -> Property<({values})>",
                 f"    where {', '.join(where)} {{",
-                f"        Property(_unsafeProducer: SignalProducer.{op}({arguments}), sources: [{sources}])",
+                f"        Property(_unsafeProducer: SignalProducer.{op}({arguments}))",
                 "    }",
                 "",
             ]

@@ -46,7 +46,12 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
         self.init(wrappedValue)
     }
 
-    deinit { token.dispose() }
+    /// Completes `signal` and `producer` (even while a producer made from this property is
+    /// still held), then ends `lifetime`.
+    deinit {
+        storage.complete()
+        token.dispose()
+    }
 
     /// Sets a new value and returns the old one, atomically.
     @discardableResult

@@ -36,17 +36,23 @@ public protocol ComposableMutablePropertyProtocol<Value>: MutablePropertyProtoco
 
 /// A read-only property: a constant, a view of another property, or the latest value of a
 /// producer.
+///
+/// A property derived from others (`map`, `combineLatest`, `Property(initial:then:)`,
+/// `Property(_:)` …) does not keep its sources alive, as in ReactiveSwift: it keeps their
+/// latest value. Its `signal` and `producer` live as long as its ultimate sources, not as long
+/// as the derived `Property` object, so a binding from a temporary derived property keeps
+/// updating; they complete when the sources go away. When nothing holds or observes the
+/// derived property or its streams any more, it stops observing its sources.
+/// `Property(capturing:)` is the one form that keeps its source alive.
 @propertyWrapper
 public final class Property<Value>: PropertyProtocol {
     private let _value: () -> Value
-    /// The current value, then every change; completes when the property's source goes away.
+    /// The current value, then every change; completes when the property's sources go away.
     public let producer: SignalProducer<Value, Never>
-    /// Every change from now on; completes when the property's source goes away.
+    /// Every change from now on; completes when the property's sources go away.
     public let signal: Signal<Value, Never>
-    /// Keeps what this property was derived from running while it lives.
-    private let disposable: (any Disposable)?
-    /// The properties this one was derived from: a derived property keeps them alive.
-    private let sources: [AnyObject]
+    /// What this property keeps alive: the captured property, or the derived value's storage.
+    private let retained: AnyObject?
 
     /// The current value.
     public var value: Value { _value() }
@@ -62,27 +68,28 @@ public final class Property<Value>: PropertyProtocol {
         _value = { value }
         producer = SignalProducer(value: value)
         signal = .empty
-        disposable = nil
-        sources = []
+        retained = nil
     }
 
-    /// A view of `property` that keeps it alive.
+    /// A view of `property` that keeps it alive: its streams complete only when this view and
+    /// every other owner of `property` are gone.
     public init<P: PropertyProtocol>(capturing property: P) where P.Value == Value {
         _value = { property.value }
         producer = property.producer
         signal = property.signal
-        disposable = nil
-        sources = [property]
+        retained = property
     }
 
-    /// A read-only view of `property`.
+    /// A read-only view of `property` that does not keep it alive: it holds `property`'s
+    /// latest value, and its streams complete when `property` goes away.
     public convenience init<P: PropertyProtocol>(_ property: P) where P.Value == Value {
-        self.init(capturing: property)
+        self.init(_unsafeProducer: property.producer)
     }
 
-    /// A property that starts at `initial` and then takes each value of `values`.
+    /// A property that starts at `initial` and then takes each value of `values`, which runs
+    /// until it terminates or nothing holds or observes the property any more.
     public convenience init(initial: Value, then values: SignalProducer<Value, Never>) {
-        self.init(_unsafeProducer: values.prefix(value: initial), sources: [])
+        self.init(_unsafeProducer: values.prefix(value: initial))
     }
 
     /// A property that starts at `initial` and then takes each value of `values`.
@@ -92,29 +99,53 @@ public final class Property<Value>: PropertyProtocol {
     }
 
     /// A property holding the latest value of `producer`, which must send a value as soon as it
-    /// starts. The producer runs until the property goes away; `sources` are kept alive with it.
-    init(_unsafeProducer producer: SignalProducer<Value, Never>, sources: [AnyObject]) {
-        var storage: _PropertyStorage<Value>?
-        let disposable = producer.start { event in
+    /// starts.
+    ///
+    /// Ownership: the run of `producer` holds the storage's signal core, and the storage only
+    /// weakly, so the streams live as long as the run; the property (and any producer made
+    /// from it) holds the storage. The core's resources are the run: when the storage is gone
+    /// and the core has no observer left, the core ends and disposes the run.
+    init(_unsafeProducer producer: SignalProducer<Value, Never>) {
+        let core = _SignalCore<Value, Never>()
+        let run = SerialDisposable()
+        core.setResources(run)
+        let link = _DerivedStorageLink<Value>()
+        run.inner = producer.start { event in
             switch event {
             case let .value(value):
-                if let storage { storage.set(value) } else { storage = _PropertyStorage(value) }
+                if link.isCreated {
+                    if let storage = link.storage { storage.set(value) } else { core.send(.value(value)) }
+                } else {
+                    let storage = _PropertyStorage(value, core: core)
+                    link.isCreated = true
+                    link.storage = storage
+                    link.first = storage
+                }
             case .completed, .interrupted:
-                storage?.complete()
+                core.send(.completed)
             }
         }
-        guard let storage else {
+        guard let storage = link.first else {
             preconditionFailure(
                 "Property(initial:then:) and derived properties: the producer must send a value as soon as it starts")
         }
+        link.first = nil
         _value = { storage.value }
         self.producer = storage.producer
         self.signal = storage.signal
-        self.disposable = disposable
-        self.sources = sources
+        self.retained = storage
     }
+}
 
-    deinit { disposable?.dispose() }
+/// How the run behind a derived property reaches its storage.
+final class _DerivedStorageLink<Value>: @unchecked Sendable {
+    // Written by the run's first value, which arrives during `start` on the initializer's
+    // thread; then only the initializer touches it (to take it and clear it).
+    var first: _PropertyStorage<Value>?
+    // Confined to the run's deliveries, which are serial.
+    var isCreated = false
+    // Written once by the first value; read by the run's deliveries.
+    weak var storage: _PropertyStorage<Value>?
 }
 
 extension Property where Value: OptionalProtocol {

@@ -251,7 +251,9 @@ extension SignalProducer {
     /// Creates the signal of a run and hands it to `setup` before the run starts, so that
     /// observers attached in `setup` see every event.
     ///
-    /// - Parameter setup: Receives the run's signal and a disposable that interrupts the run.
+    /// - Parameter setup: Receives the run's signal and a disposable that interrupts the run:
+    ///   disposing it sends `interrupted` to the signal's observers and disposes the run. If
+    ///   `setup` disposes it, the run is never started (the start handler does not run).
     /// - Returns: Whatever `setup` returns.
     @discardableResult
     public func startWithSignal<Result>(_ setup: (Signal<Value, Error>, any Disposable) -> Result) -> Result {
@@ -259,8 +261,11 @@ extension SignalProducer {
         // setup's disposable, or by the signal being released with no observers.
         let run = SerialDisposable()
         let (signal, input) = Signal<Value, Error>.pipe(disposable: run)
-        let result = setup(signal, AnyDisposable(input.sendInterrupted))
-        _ = _start(input) { run.inner = $0 }
+        let interrupter = AnyDisposable(input.sendInterrupted)
+        let result = setup(signal, interrupter)
+        if !interrupter.isDisposed {
+            _ = _start(input) { run.inner = $0 }
+        }
         return result
     }
 

@@ -213,4 +213,41 @@ struct ConcatTests {
             .prefix(Result<Int, TestError>.success(0)).start(convertible.observer)
         #expect(convertible.values == [0, 1, 2])
     }
+
+    /// Regression: inner runs whose start handler kept nothing were interrupted when the
+    /// outer stream completed (every strategy).
+    @Test(arguments: FlattenStrategy.allForTests)
+    func outerCompletionDoesNotDisposePendingInners(_ strategy: FlattenStrategy) {
+        let innerEnded = Box(0)
+        let inner = SignalProducer<Int, Never> { _, lifetime in
+            lifetime.observeEnded { innerEnded.modify { $0 += 1 } }
+        }
+        let recorder = Recorder<Int, Never>()
+        let disposable = SignalProducer<SignalProducer<Int, Never>, Never>(value: inner)
+            .flatten(strategy).start(recorder.observer)
+        #expect(innerEnded.value == 0, "\(strategy)")
+        #expect(recorder.events.isEmpty, "\(strategy)")
+        disposable.dispose()
+        #expect(innerEnded.value == 1, "\(strategy): disposing the flatten run cancels inner work")
+        #expect(recorder.events == [.interrupted], "\(strategy)")
+    }
+
+    @Test(arguments: FlattenStrategy.allForTests)
+    func signalFlattenKeepsInnersAfterTheOuterCompletes(_ strategy: FlattenStrategy) {
+        let input = Box<Signal<Int, Never>.Observer?>(nil)
+        let inner = SignalProducer<Int, Never> { observer, _ in input.value = observer }
+        let (outer, outerInput) = Signal<SignalProducer<Int, Never>, Never>.pipe()
+        let recorder = Recorder<Int, Never>()
+        outer.flatten(strategy).observe(recorder.observer)
+        outerInput.send(value: inner)
+        outerInput.sendCompleted()
+        input.value?.send(value: 7)
+        input.value?.sendCompleted()
+        #expect(recorder.events == [.value(7), .completed], "\(strategy)")
+    }
+}
+
+extension FlattenStrategy {
+    /// Every strategy, for tests that must hold for each.
+    static let allForTests: [FlattenStrategy] = [.merge, .concat, .latest, .race, .throttle, .concurrent(limit: 2)]
 }

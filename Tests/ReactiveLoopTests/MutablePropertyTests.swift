@@ -72,4 +72,51 @@ struct MutablePropertyTests {
             #expect(zip(values, values.dropFirst()).allSatisfy { $0 + 1 == $1 })
         }
     }
+
+    /// Regression: a held producer of the property kept its signal open after the property
+    /// was released.
+    @Test func streamsCompleteWhenThePropertyIsReleasedWhileItsProducerIsHeld() {
+        var property: MutableProperty<Int>? = MutableProperty(0)
+        let producer = property!.producer
+        let fromProducer = Recorder<Int, Never>()
+        let fromSignal = Recorder<Int, Never>()
+        producer.start(fromProducer.observer)
+        property!.signal.observe(fromSignal.observer)
+        property = nil
+        #expect(fromProducer.events == [.value(0), .completed])
+        #expect(fromSignal.events == [.completed])
+        // A start after the property went away sees its last value and completes at once.
+        let late = Recorder<Int, Never>()
+        producer.start(late.observer)
+        #expect(late.events == [.value(0), .completed])
+    }
+
+    /// Regression: a finished inner run kept by flatten(.concat) held the property's streams open.
+    @Test func streamsCompleteWhenThePropertyIsReleasedWhileFlattenHoldsItsProducer() {
+        var property: MutableProperty<Int>? = MutableProperty(0)
+        let (outer, outerInput) = Signal<SignalProducer<Int, Never>, Never>.pipe()
+        let recorder = Recorder<Int, Never>()
+        outer.flatten(.concat).observe(recorder.observer)
+        outerInput.send(value: property!.producer)
+        outerInput.sendCompleted()
+        property!.value = 1
+        property = nil
+        #expect(recorder.events == [.value(0), .value(1), .completed])
+    }
+
+    /// Regression: a producer started during a delivery, after a reentrant set, saw the newest
+    /// value twice (once as its current value, once as the queued delivery).
+    @Test func producerStartedAfterAReentrantSetSeesTheNewestValueOnce() {
+        let property = MutableProperty(0)
+        let late = Recorder<Int, Never>()
+        property.signal.observeValues { value in
+            guard value == 1 else { return }
+            property.value = 2
+            property.producer.start(late.observer)
+        }
+        property.value = 1
+        property.value = 3
+        #expect(late.values == [2, 3])
+        #expect(property.value == 3)
+    }
 }

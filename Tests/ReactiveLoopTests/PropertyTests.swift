@@ -153,18 +153,33 @@ struct PropertyTests {
         #expect(not.value)
     }
 
-    @Test func derivedPropertyKeepsItsSourceAliveAndReleasesItWithItself() {
+    @Test func derivedPropertyDoesNotRetainItsSourceAndCompletesWhenItGoesAway() {
         weak var weakSource: MutableProperty<Int>?
-        var mapped: Property<Int>?
+        let mapped: Property<Int>
+        let completed = Box(false)
         do {
             let source = MutableProperty(1)
             weakSource = source
             mapped = source.map { $0 + 1 }
+            mapped.producer.startWithCompleted { completed.value = true }
             source.value = 5
         }
+        #expect(weakSource == nil)
+        #expect(mapped.value == 6)
+        #expect(completed.value)
+    }
+
+    @Test func capturingPropertyRetainsItsSource() {
+        weak var weakSource: MutableProperty<Int>?
+        var captured: Property<Int>?
+        do {
+            let source = MutableProperty(1)
+            weakSource = source
+            captured = Property(capturing: source)
+        }
         #expect(weakSource != nil)
-        #expect(mapped?.value == 6)
-        mapped = nil
+        #expect(captured?.value == 1)
+        captured = nil
         #expect(weakSource == nil)
     }
 }
@@ -177,5 +192,97 @@ extension PropertyTests {
         let twiceDerived = source.map { $0 + 1 }.map { $0 * 10 }
         source.value = 2
         #expect(twiceDerived.value == 30)
+    }
+
+    /// Regression: `title <~ count.map { … }` stopped updating at once, because the derived
+    /// property was released and its run disposed with it.
+    @Test(arguments: DerivedKind.allCases)
+    func bindingFromATemporaryDerivedPropertyKeepsUpdating(_ kind: DerivedKind) {
+        let source = MutableProperty(1)
+        let other = MutableProperty(10)
+        let target = MutableProperty("")
+        target <~ kind.derive(source, other)
+        let first = target.value
+        source.value = 2
+        other.value = 20
+        #expect(target.value != first, "\(kind): the binding stopped")
+        #expect(target.value == kind.expected(2, 20), "\(kind)")
+    }
+
+    /// The producer of a derived property completes when its sources go away, and not before,
+    /// although nothing holds the derived property itself.
+    @Test(arguments: DerivedKind.allCases)
+    func derivedProducerCompletesWhenTheSourcesAreReleased(_ kind: DerivedKind) {
+        var source: MutableProperty<Int>? = MutableProperty(1)
+        var other: MutableProperty<Int>? = MutableProperty(10)
+        let recorder = Recorder<String, Never>()
+        kind.derive(source!, other!).producer.start(recorder.observer)
+        source!.value = 2
+        #expect(recorder.terminal == nil, "\(kind)")
+        source = nil
+        other = nil
+        #expect(recorder.terminal == .completed, "\(kind)")
+    }
+
+    @Test func propertyFromAProducerStopsItWhenNothingHoldsOrObservesIt() {
+        let ended = Box(false)
+        let values = SignalProducer<Int, Never> { _, lifetime in lifetime.observeEnded { ended.value = true } }
+        var property: Property<Int>? = Property(initial: 0, then: values)
+        #expect(property?.value == 0)
+        #expect(!ended.value)
+        property = nil
+        #expect(ended.value)
+    }
+
+    @Test func propertyFromAProducerKeepsItWhileItsSignalIsObserved() {
+        let ended = Box(false)
+        let input = Box<Signal<Int, Never>.Observer?>(nil)
+        let values = SignalProducer<Int, Never> { observer, lifetime in
+            input.value = observer
+            lifetime.observeEnded { ended.value = true }
+        }
+        let recorder = Recorder<Int, Never>()
+        let observation = Property(initial: 0, then: values).signal.observe(recorder.observer)
+        input.value?.send(value: 3)
+        #expect(recorder.values == [3])
+        #expect(!ended.value)
+        observation?.dispose()
+        #expect(ended.value)
+    }
+}
+
+/// Every way of deriving a property, for the lifetime tests.
+enum DerivedKind: CaseIterable, Sendable {
+    case map, combineLatest, zip, combinePrevious, skipRepeats, uniqueValues, flatMap, flatten
+    case negate, and, or, initialThen, wrapping
+
+    func derive(_ a: MutableProperty<Int>, _ b: MutableProperty<Int>) -> Property<String> {
+        switch self {
+        case .map: a.map { "\($0)" }
+        case .combineLatest: a.combineLatest(with: b).map { "\($0)+\($1)" }
+        case .zip: a.zip(with: b).map { "\($0)+\($1)" }
+        case .combinePrevious: a.combinePrevious(0).map { "\($0.1)" }
+        case .skipRepeats: a.skipRepeats().map { "\($0)" }
+        case .uniqueValues: a.uniqueValues().map { "\($0)" }
+        case .flatMap: a.flatMap(.latest) { _ in b }.map { "\($0)" }
+        case .flatten: a.map { _ in b }.flatten(.latest).map { "\($0)" }
+        case .negate: a.map { $0 > 1 }.negate().map { "\($0)" }
+        case .and: a.map { $0 > 1 }.and(b.map { $0 > 10 }).map { "\($0)" }
+        case .or: a.map { $0 > 1 }.or(b.map { $0 > 100 }).map { "\($0)" }
+        case .initialThen: Property(initial: a.value, then: a.producer).map { "\($0)" }
+        case .wrapping: Property(a).map { "\($0)" }
+        }
+    }
+
+    /// The derived value once `a` is `x` and `b` is `y`.
+    func expected(_ x: Int, _ y: Int) -> String {
+        switch self {
+        case .map, .combinePrevious, .skipRepeats, .uniqueValues, .initialThen, .wrapping: "\(x)"
+        case .combineLatest, .zip: "\(x)+\(y)"
+        case .flatMap, .flatten: "\(y)"
+        case .negate: "\(!(x > 1))"
+        case .and: "\(x > 1 && y > 10)"
+        case .or: "\(x > 1 || y > 100)"
+        }
     }
 }

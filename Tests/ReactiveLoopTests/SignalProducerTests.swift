@@ -165,17 +165,33 @@ struct SignalProducerTests {
         #expect(recorder.events == [.value(1), .value(2), .completed])
     }
 
-    @Test func startWithSignalDisposableInterruptsTheRun() {
+    @Test func startWithSignalInterruptHandleDeliversInterruptedAndEndsTheRun() {
         let ended = Box(false)
         let recorder = Recorder<Int, Never>()
-        SignalProducer<Int, Never> { _, lifetime in
+        let handle = SignalProducer<Int, Never> { _, lifetime in
             lifetime.observeEnded { ended.value = true }
-        }.startWithSignal { signal, disposable in
+        }.startWithSignal { signal, handle -> any Disposable in
             signal.observe(recorder.observer)
-            disposable.dispose()
+            return handle
         }
+        #expect(recorder.events.isEmpty)
+        #expect(!ended.value)
+        handle.dispose()
         #expect(recorder.events == [.interrupted])
         #expect(ended.value)
+    }
+
+    /// Regression: disposing the interrupt handle inside `setup` still ran the start handler.
+    @Test func startWithSignalHandleDisposedInSetupNeverRunsTheStartHandler() {
+        let started = Box(false)
+        let recorder = Recorder<Int, Never>()
+        SignalProducer<Int, Never> { _, _ in started.value = true }
+            .startWithSignal { signal, disposable in
+                signal.observe(recorder.observer)
+                disposable.dispose()
+            }
+        #expect(recorder.events == [.interrupted])
+        #expect(!started.value)
     }
 
     @Test func producerFromSignalForwardsFromTheStart() {
@@ -225,5 +241,60 @@ struct SignalProducerTests {
         input.sendCompleted()
         #expect(recorder.values.count == 4000)
         #expect(recorder.terminal == .completed)
+    }
+
+    /// Regression: a producer whose start handler keeps nothing was interrupted right after it
+    /// started, even with its disposable held.
+    @Test func runWhoseStartHandlerKeepsNothingStaysAliveUntilDisposed() {
+        let ended = Box(false)
+        let recorder = Recorder<Int, Never>()
+        let disposable = SignalProducer<Int, Never> { _, lifetime in
+            lifetime.observeEnded { ended.value = true }
+        }.start(recorder.observer)
+        #expect(recorder.events.isEmpty)
+        #expect(!ended.value)
+        disposable.dispose()
+        #expect(recorder.events == [.interrupted])
+        #expect(ended.value)
+    }
+
+    @Test func runStaysAliveWhenBothItsObserverAndDisposableAreDropped() {
+        let lifetime = Box<Lifetime?>(nil)
+        let recorder = Recorder<Int, Never>()
+        do {
+            SignalProducer<Int, Never> { _, runLifetime in lifetime.value = runLifetime }.start(recorder.observer)
+        }
+        #expect(lifetime.value?.hasEnded == false)
+        #expect(recorder.events.isEmpty)
+    }
+
+    @Test func disposablesAddedToTheRunsLifetimeAreDisposedWithTheStartDisposable() {
+        let resource = AnyDisposable()
+        let cleanedUp = Box(false)
+        let disposable = SignalProducer<Int, Never> { _, lifetime in
+            lifetime += resource
+            lifetime.observeEnded { cleanedUp.value = true }
+        }.start()
+        #expect(!resource.isDisposed)
+        disposable.dispose()
+        #expect(resource.isDisposed)
+        #expect(cleanedUp.value)
+    }
+
+    @Test func runIsReleasedOnceItTerminates() {
+        weak var weakResource: AnyDisposable?
+        let input = Box<Signal<Int, Never>.Observer?>(nil)
+        do {
+            let resource = AnyDisposable()
+            weakResource = resource
+            SignalProducer<Int, Never> { observer, lifetime in
+                lifetime += resource
+                input.value = observer
+            }.start()
+        }
+        #expect(weakResource != nil)
+        input.value?.sendCompleted()
+        input.value = nil
+        #expect(weakResource == nil)
     }
 }

@@ -6,19 +6,18 @@
 /// thread) stores at once, so reads see it, and is delivered right after the current delivery.
 @usableFromInline
 final class _PropertyStorage<Value> {
-    @usableFromInline let core = _SignalCore<Value, Never>()
+    @usableFromInline let core: _SignalCore<Value, Never>
     @usableFromInline let signal: Signal<Value, Never>
     @usableFromInline let lock = _Lock()
     // Protected by lock; changed only by the owner of core's delivery.
     @usableFromInline var current: Value
 
     @usableFromInline
-    init(_ initial: Value) {
+    init(_ initial: Value, core: _SignalCore<Value, Never> = _SignalCore()) {
         current = initial
+        self.core = core
         signal = Signal(source: .core(core))
     }
-
-    deinit { core.send(.completed) }
 
     @inlinable
     var value: Value { lock.withLock { current } }
@@ -64,12 +63,32 @@ final class _PropertyStorage<Value> {
 
     /// The current value, then every change, with nothing lost or repeated in between: the
     /// value is read and the observer registered under delivery ownership.
+    ///
+    /// Started from inside a delivery of this property, after a reentrant change, the current
+    /// value already includes the changes still queued for delivery; the new observer skips
+    /// those queued deliveries, so it sees the newest value once, not twice.
     var producer: SignalProducer<Value, Never> {
         SignalProducer { [self] observer, lifetime in
             let owned = core.beginExclusive()
             observer.send(value: value)
-            lifetime += core.observe(observer)
+            let queued = owned.owned ? 0 : core.queuedEventCount
+            lifetime += core.observe(
+                queued == 0 ? observer : Self.skipping(queued, observer), ifTerminated: .completed)
             core.endExclusive(delivering: nil, owned: owned)
+        }
+    }
+
+    /// An observer that drops the first `count` values, then forwards everything.
+    private static func skipping(
+        _ count: Int, _ observer: Signal<Value, Never>.Observer
+    ) -> Signal<Value, Never>.Observer {
+        var remaining = count  // Confined to the core's delivery owner.
+        return Signal.Observer { event in
+            if case .value = event, remaining > 0 {
+                remaining -= 1
+                return
+            }
+            observer.send(event)
         }
     }
 }

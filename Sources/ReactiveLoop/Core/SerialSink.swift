@@ -56,8 +56,12 @@ extension SignalProducer {
             let core = _SignalCore<Value, Error>()
             _ = core.observe(downstream)
             let sink = _SerialSink(core: core)
-            // Weak: a run whose input is released must still be interrupted by that release.
-            lifetime.observeEnded { [weak input = sink.input] in input?.sendInterrupted() }
+            // Strong: the run keeps itself alive until it terminates or is disposed, whether or
+            // not the start handler keeps its observer. The cycle (lifetime -> input -> core ->
+            // downstream -> lifetime's token) is broken when the lifetime ends, which `_start`
+            // does on the terminal event and the run's disposable does on disposal.
+            let input = sink.input
+            lifetime.observeEnded { input.sendInterrupted() }
             body(sink, lifetime)
         }
     }

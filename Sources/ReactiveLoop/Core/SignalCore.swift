@@ -375,6 +375,12 @@ final class _SignalCore<Value, Error: Swift.Error> {
         state.bitwiseOr(Self.flagQueued, ordering: .relaxed)
     }
 
+    /// How many reentrant events wait in the queue. Owner of delivery only.
+    @inlinable
+    var queuedEventCount: Int {
+        delivery.pointee.queue.count - delivery.pointee.queueHead
+    }
+
     @inlinable
     func drainQueue() {
         while delivery.pointee.queueHead < delivery.pointee.queue.count {
@@ -491,6 +497,13 @@ final class _SignalCore<Value, Error: Swift.Error> {
     ///   which case `observer` has just received `interrupted`.
     @inlinable
     func observe(_ observer: Observer) -> (any Disposable)? {
+        observe(observer, ifTerminated: .interrupted)
+    }
+
+    /// Registers `observer`, or sends it `rejection` if the signal had terminated (a property's
+    /// producer completes there, as its signal did).
+    @inlinable
+    func observe(_ observer: Observer, ifTerminated rejection: Event) -> (any Disposable)? {
         let subscription = Subscription(observer)
         let accepted: Bool = stateLock.withLock {
             if delivery.pointee.isTerminated { return false }
@@ -500,7 +513,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
             return true
         }
         guard accepted else {
-            observer.sendInterrupted()
+            observer.send(rejection)
             return nil
         }
         applyIfIdle()

@@ -907,13 +907,13 @@ extension PropertyProtocol {
     /// Aggregates 2 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B>(_ a: A, _ b: B) -> Property<(A.Value, B.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer), sources: [a, b])
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer))
     }
 
     /// Aggregates 3 properties as `combineLatest(with:)` does for two.
     public static func combineLatest<A, B, C>(_ a: A, _ b: B, _ c: C) -> Property<(Value, B.Value, C.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer), sources: [a, b, c])
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer))
     }
 
     /// Aggregates 4 properties as `combineLatest(with:)` does for two.
@@ -921,9 +921,7 @@ extension PropertyProtocol {
         (Value, B.Value, C.Value, D.Value)
     >
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, Value == A.Value {
-        Property(
-            _unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer),
-            sources: [a, b, c, d])
+        Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer))
     }
 
     /// Aggregates 5 properties as `combineLatest(with:)` does for two.
@@ -935,8 +933,7 @@ extension PropertyProtocol {
         Value == A.Value
     {
         Property(
-            _unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer),
-            sources: [a, b, c, d, e])
+            _unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer, d.producer, e.producer))
     }
 
     /// Aggregates 6 properties as `combineLatest(with:)` does for two.
@@ -949,7 +946,7 @@ extension PropertyProtocol {
     {
         Property(
             _unsafeProducer: SignalProducer.combineLatest(
-                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer), sources: [a, b, c, d, e, f])
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer))
     }
 
     /// Aggregates 7 properties as `combineLatest(with:)` does for two.
@@ -961,8 +958,7 @@ extension PropertyProtocol {
     {
         Property(
             _unsafeProducer: SignalProducer.combineLatest(
-                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer),
-            sources: [a, b, c, d, e, f, g])
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer))
     }
 
     /// Aggregates 8 properties as `combineLatest(with:)` does for two.
@@ -975,8 +971,7 @@ extension PropertyProtocol {
     {
         Property(
             _unsafeProducer: SignalProducer.combineLatest(
-                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer),
-            sources: [a, b, c, d, e, f, g, h])
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer))
     }
 
     /// Aggregates 9 properties as `combineLatest(with:)` does for two.
@@ -990,7 +985,7 @@ extension PropertyProtocol {
         Property(
             _unsafeProducer: SignalProducer.combineLatest(
                 a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer,
-                i.producer), sources: [a, b, c, d, e, f, g, h, i])
+                i.producer))
     }
 
     /// Aggregates 10 properties as `combineLatest(with:)` does for two.
@@ -1005,7 +1000,7 @@ extension PropertyProtocol {
         Property(
             _unsafeProducer: SignalProducer.combineLatest(
                 a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer,
-                i.producer, j.producer), sources: [a, b, c, d, e, f, g, h, i, j])
+                i.producer, j.producer))
     }
 }
 
@@ -1013,20 +1008,19 @@ extension PropertyProtocol {
     /// Aggregates 2 properties as `zip(with:)` does for two.
     public static func zip<A, B>(_ a: A, _ b: B) -> Property<(A.Value, B.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer), sources: [a, b])
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer))
     }
 
     /// Aggregates 3 properties as `zip(with:)` does for two.
     public static func zip<A, B, C>(_ a: A, _ b: B, _ c: C) -> Property<(Value, B.Value, C.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, Value == A.Value {
-        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer), sources: [a, b, c])
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer))
     }
 
     /// Aggregates 4 properties as `zip(with:)` does for two.
     public static func zip<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> Property<(Value, B.Value, C.Value, D.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, Value == A.Value {
-        Property(
-            _unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer), sources: [a, b, c, d])
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer))
     }
 
     /// Aggregates 5 properties as `zip(with:)` does for two.
@@ -1037,9 +1031,7 @@ extension PropertyProtocol {
         A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, E: PropertyProtocol,
         Value == A.Value
     {
-        Property(
-            _unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer),
-            sources: [a, b, c, d, e])
+        Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer))
     }
 
     /// Aggregates 6 properties as `zip(with:)` does for two.
@@ -1051,8 +1043,7 @@ extension PropertyProtocol {
         F: PropertyProtocol, Value == A.Value
     {
         Property(
-            _unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer),
-            sources: [a, b, c, d, e, f])
+            _unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer, e.producer, f.producer))
     }
 
     /// Aggregates 7 properties as `zip(with:)` does for two.
@@ -1065,8 +1056,7 @@ extension PropertyProtocol {
     {
         Property(
             _unsafeProducer: SignalProducer.zip(
-                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer),
-            sources: [a, b, c, d, e, f, g])
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer))
     }
 
     /// Aggregates 8 properties as `zip(with:)` does for two.
@@ -1078,8 +1068,7 @@ extension PropertyProtocol {
     {
         Property(
             _unsafeProducer: SignalProducer.zip(
-                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer),
-            sources: [a, b, c, d, e, f, g, h])
+                a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer))
     }
 
     /// Aggregates 9 properties as `zip(with:)` does for two.
@@ -1093,7 +1082,7 @@ extension PropertyProtocol {
         Property(
             _unsafeProducer: SignalProducer.zip(
                 a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer,
-                i.producer), sources: [a, b, c, d, e, f, g, h, i])
+                i.producer))
     }
 
     /// Aggregates 10 properties as `zip(with:)` does for two.
@@ -1108,6 +1097,6 @@ extension PropertyProtocol {
         Property(
             _unsafeProducer: SignalProducer.zip(
                 a.producer, b.producer, c.producer, d.producer, e.producer, f.producer, g.producer, h.producer,
-                i.producer, j.producer), sources: [a, b, c, d, e, f, g, h, i, j])
+                i.producer, j.producer))
     }
 }

@@ -159,18 +159,18 @@ extension SignalProducer where Value: Hashable {
 extension PropertyProtocol {
     /// A property holding `(previous, current)`; the first previous value is `initial`.
     public func combinePrevious(_ initial: Value) -> Property<(Value, Value)> {
-        Property(_unsafeProducer: producer.combinePrevious(initial), sources: [self])
+        Property(_unsafeProducer: producer.combinePrevious(initial))
     }
 
     /// A property that takes a value from this one only if it satisfies `predicate`; starts
     /// with `initial` if the current value does not.
     public func filter(initial: Value, _ predicate: @escaping (Value) -> Bool) -> Property<Value> {
-        Property(_unsafeProducer: producer.filter(predicate).prefix(value: initial), sources: [self])
+        Property(_unsafeProducer: producer.filter(predicate).prefix(value: initial))
     }
 
     /// A property that ignores values whose identity it has held before.
     public func uniqueValues<Identity: Hashable>(_ transform: @escaping (Value) -> Identity) -> Property<Value> {
-        Property(_unsafeProducer: producer.uniqueValues(transform), sources: [self])
+        Property(_unsafeProducer: producer.uniqueValues(transform))
     }
 }
 

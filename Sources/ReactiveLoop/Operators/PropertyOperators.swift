@@ -1,10 +1,11 @@
 // Operators on properties: each makes a new read-only Property from the source's producer.
-// A derived property keeps its sources' storage alive and stops changing when they go away.
+// A derived property does not keep its sources alive; its streams live as long as the sources
+// (see `Property`).
 
 extension PropertyProtocol {
     /// A property whose value is `transform` applied to this property's value.
     public func map<U>(_ transform: @escaping (Value) -> U) -> Property<U> {
-        Property(_unsafeProducer: producer.map(transform), sources: [self])
+        Property(_unsafeProducer: producer.map(transform))
     }
 
     /// A property that is always `value` but changes whenever this one does.
@@ -19,17 +20,17 @@ extension PropertyProtocol {
 
     /// A property holding the newest value of this one and of `other`.
     public func combineLatest<P: PropertyProtocol>(with other: P) -> Property<(Value, P.Value)> {
-        Property(_unsafeProducer: producer.combineLatest(with: other.producer), sources: [self, other])
+        Property(_unsafeProducer: producer.combineLatest(with: other.producer))
     }
 
     /// A property holding pairs of this one's and `other`'s values, paired in order of change.
     public func zip<P: PropertyProtocol>(with other: P) -> Property<(Value, P.Value)> {
-        Property(_unsafeProducer: producer.zip(with: other.producer), sources: [self, other])
+        Property(_unsafeProducer: producer.zip(with: other.producer))
     }
 
     /// A property that ignores changes `isEquivalent` finds equivalent to its current value.
     public func skipRepeats(_ isEquivalent: @escaping (Value, Value) -> Bool) -> Property<Value> {
-        Property(_unsafeProducer: producer.skipRepeats(isEquivalent), sources: [self])
+        Property(_unsafeProducer: producer.skipRepeats(isEquivalent))
     }
 
     /// A property holding the value of the property `transform` makes from this one's value,
@@ -37,7 +38,7 @@ extension PropertyProtocol {
     public func flatMap<P: PropertyProtocol>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> P
     ) -> Property<P.Value> {
-        Property(_unsafeProducer: producer.flatMap(strategy) { transform($0).producer }, sources: [self])
+        Property(_unsafeProducer: producer.flatMap(strategy) { transform($0).producer })
     }
 
     /// combineLatest over any number of properties, or `nil` if there are none.
@@ -45,7 +46,7 @@ extension PropertyProtocol {
     where S.Element: PropertyProtocol {
         let properties = Array(properties)
         guard !properties.isEmpty else { return nil }
-        return Property(_unsafeProducer: SignalProducer.combineLatest(properties.map(\.producer)), sources: properties)
+        return Property(_unsafeProducer: SignalProducer.combineLatest(properties.map(\.producer)))
     }
 
     /// combineLatest over any number of properties; `emptySentinel` if there are none.
@@ -60,7 +61,7 @@ extension PropertyProtocol {
     where S.Element: PropertyProtocol {
         let properties = Array(properties)
         guard !properties.isEmpty else { return nil }
-        return Property(_unsafeProducer: SignalProducer.zip(properties.map(\.producer)), sources: properties)
+        return Property(_unsafeProducer: SignalProducer.zip(properties.map(\.producer)))
     }
 
     /// zip over any number of properties; `emptySentinel` if there are none.
@@ -93,12 +94,12 @@ extension PropertyProtocol where Value == Bool {
 
     /// A property that is `true` when this one and `property` both are.
     public func and<P: PropertyProtocol>(_ property: P) -> Property<Value> where P.Value == Bool {
-        Self.all([Property(capturing: self), Property(capturing: property)])
+        Property(_unsafeProducer: producer.combineLatest(with: property.producer).map { $0 && $1 })
     }
 
     /// A property that is `true` when this one or `property` is.
     public func or<P: PropertyProtocol>(_ property: P) -> Property<Value> where P.Value == Bool {
-        Self.any([Property(capturing: self), Property(capturing: property)])
+        Property(_unsafeProducer: producer.combineLatest(with: property.producer).map { $0 || $1 })
     }
 
     /// A property that is `true` when every one of `properties` is (`true` when empty).

@@ -15,12 +15,20 @@ extension Signal {
 }
 
 extension SignalProducer {
+    /// A run of a scheduling operator. Disposing the run ends the upstream run at once (they
+    /// share the lifetime) and sends `interrupted` through the operator's own input, so that the
+    /// operator delivers it on its scheduler like any other terminal event, never inside
+    /// `dispose()`. The run keeps itself alive until then, like every producer run.
     @inlinable
     func _timed<U, F>(
         _ make: @escaping (_SerialSink<U, F>, Lifetime) -> Signal<Value, Error>.Observer
     ) -> SignalProducer<U, F> {
-        SignalProducer<U, F>._serialized { sink, lifetime in
-            self._run(make(sink, lifetime), lifetime)
+        SignalProducer<U, F>(.run) { downstream, lifetime in
+            let core = _SignalCore<U, F>()
+            _ = core.observe(downstream)
+            let input = make(_SerialSink(core: core), lifetime)
+            lifetime.observeEnded { input.sendInterrupted() }
+            self._run(input, lifetime)
         }
     }
 }
