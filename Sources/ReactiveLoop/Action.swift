@@ -24,6 +24,8 @@ public final class Action<Input, Output, Error: Swift.Error> {
 
     private let execute: (Any, Input) -> SignalProducer<Output, Error>
     private let state: MutableProperty<State>
+    /// The property the action was created with: the action keeps it alive, as in ReactiveSwift.
+    private let userState: AnyObject
     private let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
     private let disabledErrorsInput: Signal<(), Never>.Observer
     private let token: Lifetime.Token
@@ -48,7 +50,7 @@ public final class Action<Input, Output, Error: Swift.Error> {
     /// Creates an action whose enabledness and work depend on the value of `state`.
     ///
     /// - Parameters:
-    ///   - state: A property the work reads; the action holds on to it.
+    ///   - state: A property the work reads; the action keeps it alive.
     ///   - isEnabled: Whether the action is enabled for a value of `state`.
     ///   - execute: Makes the producer of one execution from the state's value and the input.
     public init<State: PropertyProtocol>(
@@ -56,6 +58,7 @@ public final class Action<Input, Output, Error: Swift.Error> {
         execute: @escaping (State.Value, Input) -> SignalProducer<Output, Error>
     ) {
         self.execute = { value, input in execute(value as! State.Value, input) }
+        self.userState = state
         (lifetime, token) = Lifetime.make()
         let initial = state.value
         self.state = MutableProperty(Action.State(isUserEnabled: isEnabled(initial), value: initial))

@@ -133,4 +133,19 @@ struct ActionTests {
         action = nil
         #expect(completed.value)
     }
+
+    /// Regression: an action did not keep the property it was created with alive, so its
+    /// enabledness stopped following a temporary property.
+    @Test func actionRetainsItsStateProperty() {
+        weak var weakState: MutableProperty<Bool>?
+        let action: Action<Void, Int, Never>
+        do {
+            let state = MutableProperty(true)
+            weakState = state
+            action = Action(enabledIf: state) { SignalProducer(value: 1) }
+        }
+        #expect(weakState != nil)
+        weakState?.value = false
+        #expect(!action.isEnabled.value)
+    }
 }

@@ -176,4 +176,29 @@ struct StressTests {
             lastPerInner[inner] = value
         }
     }
+
+    /// Regression: a value released when the gate opened was scheduled after the decision was
+    /// made, so a newer value forwarded meanwhile by another thread could be delivered first.
+    @Test func throttleWhileNeverDeliversAnOlderHeldValueAfterANewerOne() {
+        let queue = DispatchQueue(label: "throttle-while")
+        let scheduler = QueueScheduler(queue: queue)
+        let deadline = Date().addingTimeInterval(20)
+        for _ in 0..<100 where Date() < deadline {
+            let gate = MutableProperty(false)
+            let (signal, input) = Signal<Int, Never>.pipe()
+            let received = Box<[Int]>([])
+            signal.throttle(while: gate, on: scheduler).observeValues { value in received.modify { $0.append(value) } }
+            let toggled = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                for index in 0..<300 { gate.value = index % 2 == 0 }
+                gate.value = false
+                toggled.signal()
+            }
+            for value in 1...300 { input.send(value: value) }
+            toggled.wait()
+            queue.sync {}
+            let values = received.value
+            #expect(zip(values, values.dropFirst()).allSatisfy { $0 < $1 }, "out of order: \(values)")
+        }
+    }
 }

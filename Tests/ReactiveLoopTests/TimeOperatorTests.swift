@@ -98,6 +98,19 @@ struct TimeOperatorTests {
         #expect(producer.values == [7])
     }
 
+    /// Regression: the producer form kept its property alive as long as the producer.
+    @Test func throttleWhileProducerDoesNotRetainItsProperty() {
+        weak var weakGate: MutableProperty<Bool>?
+        let producer: SignalProducer<Int, Never>
+        do {
+            let gate = MutableProperty(false)
+            weakGate = gate
+            producer = SignalProducer<Int, Never>([1]).throttle(while: gate, on: TestScheduler())
+        }
+        #expect(weakGate == nil)
+        _ = producer
+    }
+
     @Test func debounceSendsAfterAQuietInterval() {
         let scheduler = TestScheduler()
         let (signal, input) = Signal<Int, Never>.pipe()

@@ -76,34 +76,41 @@ extension Signal {
     }
 
     /// Holds values while `shouldThrottle` is `true` and sends the latest held one when it
-    /// becomes `false`; otherwise forwards values at once. Events are delivered on `scheduler`.
+    /// becomes `false`; otherwise forwards values at once. Events are delivered on `scheduler`,
+    /// in the order they were decided: a held value is never delivered after a newer one.
+    ///
+    /// - Note: The signal observes `shouldThrottle`'s producer and does not keep the property
+    ///   itself alive; once the property is gone, its last value applies.
     public func throttle<P: PropertyProtocol>(while shouldThrottle: P, on scheduler: any Scheduler) -> Signal<
         Value, Error
     >
     where P.Value == Bool {
         Signal._serialized { sink, lifetime in
             var held: Value?  // Confined to the owner of the sink's delivery.
-            var throttling = false
+            var throttling = false  // Confined to the owner of the sink's delivery.
+            // Every event is scheduled while the decision is held (inside `sink.send`), so the
+            // scheduler receives them in the order they were decided; scheduling outside let a
+            // newer value overtake a released one. A scheduler that runs the action at once
+            // re-enters the sink, which queues the event behind the current decision.
             lifetime += shouldThrottle.producer.skipRepeats().startWithValues { isThrottling in
-                var release: Value?
                 sink.send {
                     throttling = isThrottling
-                    if !isThrottling { release = held; held = nil }
+                    if !isThrottling, let release = held {
+                        held = nil
+                        scheduler.schedule { sink.send(.value(release)) }
+                    }
                     return nil
                 }
-                if let release { scheduler.schedule { sink.send(.value(release)) } }
             }
             lifetime += self.observe { event in
-                var forward: Signal<Value, Error>.Event?
                 sink.send {
                     if case let .value(value) = event, throttling {
                         held = value
                     } else {
-                        forward = event
+                        scheduler.schedule { sink.send(event) }
                     }
                     return nil
                 }
-                if let forward { scheduler.schedule { sink.send(forward) } }
             }
         }
     }
@@ -120,9 +127,13 @@ extension SignalProducer {
     }
 
     /// Holds values while `shouldThrottle` is `true`; see `Signal.throttle(while:on:)`.
+    ///
+    /// - Note: The producer does not keep `shouldThrottle` alive (as in ReactiveSwift, it holds
+    ///   a `Property(_:)` view of it, which follows it without retaining it).
     public func throttle<P: PropertyProtocol>(
         while shouldThrottle: P, on scheduler: any Scheduler
     ) -> SignalProducer<Value, Error> where P.Value == Bool {
-        lift { $0.throttle(while: shouldThrottle, on: scheduler) }
+        let shouldThrottle = Property(shouldThrottle)
+        return lift { $0.throttle(while: shouldThrottle, on: scheduler) }
     }
 }
