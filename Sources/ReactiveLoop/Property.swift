@@ -126,7 +126,7 @@ public final class Property<Value>: PropertyProtocol {
             }
         }
         guard let storage = link.first else {
-            preconditionFailure(
+            _argumentFailure(
                 "Property(initial:then:) and derived properties: the producer must send a value as soon as it starts")
         }
         link.first = nil

@@ -97,6 +97,110 @@ struct TestSchedulerTests {
     }
 }
 
+extension TestSchedulerTests {
+    /// Regression: a date-to-delay round trip missed some actions due at exactly `d` by a
+    /// nanosecond, depending on the start date and after a rewind.
+    @Test(arguments: [0, 1e6, 785_000_000.123_456, 1.9e9])
+    func advanceByRunsEveryActionDueAtExactlyThatInterval(_ start: Double) {
+        let intervals: [TimeInterval] = [1e-9, 1e-6, 0.001, 0.1, 0.3, 1, 1.7, 59.999, 3_600.123]
+        for rewound in [false, true] {
+            let scheduler = TestScheduler(startDate: Date(timeIntervalSinceReferenceDate: start))
+            if rewound { scheduler.rewind(by: .milliseconds(1_234)) }
+            for interval in intervals {
+                var ranByDate = false
+                var ranByDelay = false
+                scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(interval)) { ranByDate = true }
+                scheduler.schedule(after: .nanoseconds(Int((interval * 1e9).rounded()))) { ranByDelay = true }
+                scheduler.advance(by: interval)
+                #expect(ranByDate, "start \(start), rewound \(rewound), interval \(interval)")
+                #expect(ranByDelay, "start \(start), rewound \(rewound), interval \(interval)")
+            }
+        }
+    }
+
+    @Test func actionDueLaterThanTheAdvanceDoesNotRun() {
+        let scheduler = TestScheduler()
+        var ran = false
+        scheduler.schedule(after: .milliseconds(1_001)) { ran = true }
+        scheduler.advance(by: 1)
+        #expect(!ran)
+        scheduler.advance(by: .milliseconds(1))
+        #expect(ran)
+    }
+
+    /// Regression: `run()` ran actions scheduled after `.never` (and infinite delays).
+    @Test func runStopsAtTheDistantFutureAndNeverRunsNever() {
+        let scheduler = TestScheduler()
+        var ran: [String] = []
+        scheduler.schedule(after: .never) { ran.append("never") }
+        scheduler.schedule(after: Date(timeIntervalSinceReferenceDate: .infinity)) { ran.append("infinity") }
+        scheduler.schedule(after: Date.distantFuture.addingTimeInterval(86_400)) { ran.append("beyond") }
+        scheduler.schedule(after: Date.distantFuture) { ran.append("distantFuture") }
+        scheduler.schedule(after: .seconds(5)) { ran.append("5s") }
+        scheduler.run()
+        #expect(ran == ["5s", "distantFuture"])
+        #expect(scheduler.currentDate == Date.distantFuture)
+    }
+
+    /// Regression: a disposed action stayed in the queue, with everything it captured, until
+    /// its deadline came.
+    @Test func disposedActionIsReleasedAtOnce() {
+        let scheduler = TestScheduler()
+        weak var weakCapture: Tracked?
+        let disposable: (any Disposable)?
+        do {
+            let capture = Tracked()
+            weakCapture = capture
+            disposable = scheduler.schedule(after: .seconds(10)) { _ = capture }
+        }
+        #expect(weakCapture != nil)
+        disposable?.dispose()
+        #expect(weakCapture == nil)
+        // Disposing one action leaves the others with the same deadline in order.
+        var order: [Int] = []
+        let a = scheduler.schedule(after: .seconds(1)) { order.append(1) }
+        let b = scheduler.schedule(after: .seconds(1)) { order.append(2) }
+        _ = a
+        scheduler.schedule(after: .seconds(1)) { order.append(3) }
+        b?.dispose()
+        scheduler.advance(by: 1)
+        #expect(order == [1, 3])
+    }
+
+    @Test func advanceRejectsInfiniteAndNaNIntervals() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            TestScheduler().advance(by: .infinity)
+        }.map { result in
+            #expect(
+                String(decoding: result.standardErrorContent, as: UTF8.self).contains(
+                    "TestScheduler.advance(by:): interval must be finite and >= 0, got inf"))
+        }
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            TestScheduler().advance(by: .nan)
+        }.map { result in
+            #expect(String(decoding: result.standardErrorContent, as: UTF8.self).contains("got nan"))
+        }
+        await #expect(processExitsWith: .failure) {
+            TestScheduler().advance(by: .never)
+        }
+    }
+
+    /// Regression: the async `advance` moved the clock before a task that had just called
+    /// `sleep(for:)` could schedule its wake-up, so the task slept on.
+    @MainActor @Test func asyncAdvanceWakesATaskThatJustStartedSleeping() async {
+        let scheduler = TestScheduler()
+        let woke = Box(false)
+        let task = Task {
+            try await scheduler.sleep(for: .seconds(1))
+            woke.value = true
+        }
+        await scheduler.advance(by: .seconds(1))
+        for _ in 0..<100 where !woke.value { await Task.yield() }
+        #expect(woke.value)
+        task.cancel()
+    }
+}
+
 @Suite("Main and queue schedulers")
 struct RealSchedulerTests {
     @Test func mainSchedulerQueuesWhenCalledOffTheMainThread() async {

@@ -27,11 +27,11 @@ final class _Lock: @unchecked Sendable {  // Safe: every access goes through the
         let storage = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
         mutex = storage.bindMemory(to: pthread_mutex_t.self, capacity: 1)
         let mutexResult = pthread_mutex_init(mutex, nil)
-        precondition(mutexResult == 0, "_Lock.init: pthread_mutex_init failed with \(mutexResult)")
+        _require(mutexResult == 0, "_Lock.init: pthread_mutex_init failed with \(mutexResult)")
         if withCondition {
             let condition = (storage + conditionOffset).bindMemory(to: pthread_cond_t.self, capacity: 1)
             let conditionResult = pthread_cond_init(condition, nil)
-            precondition(conditionResult == 0, "_Lock.init: pthread_cond_init failed with \(conditionResult)")
+            _require(conditionResult == 0, "_Lock.init: pthread_cond_init failed with \(conditionResult)")
             self.condition = condition
         } else {
             condition = nil

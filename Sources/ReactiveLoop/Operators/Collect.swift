@@ -63,7 +63,7 @@ extension Signal {
     ///
     /// - Precondition: `count > 0`.
     public func collect(count: Int) -> Signal<[Value], Error> {
-        precondition(count > 0, "collect(count:): count must be > 0, got \(count)")
+        _require(count > 0, "collect(count:): count must be > 0, got \(count)")
         return collect { $0.count == count }
     }
 
@@ -92,7 +92,7 @@ extension SignalProducer {
     ///
     /// - Precondition: `count > 0`.
     public func collect(count: Int) -> SignalProducer<[Value], Error> {
-        precondition(count > 0, "collect(count:): count must be > 0, got \(count)")
+        _require(count > 0, "collect(count:): count must be > 0, got \(count)")
         return collect { $0.count == count }
     }
 

@@ -52,7 +52,7 @@ extension SignalProducer {
     ///
     /// - Precondition: `capacity >= 0`.
     public func replayLazily(upTo capacity: Int) -> SignalProducer<Value, Error> {
-        precondition(capacity >= 0, "replayLazily(upTo:): capacity must be >= 0, got \(capacity)")
+        _require(capacity >= 0, "replayLazily(upTo:): capacity must be >= 0, got \(capacity)")
         let state = _ReplayState<Value, Error>(capacity: capacity)
         // Released with the last copy of the returned producer and the last consumer's run.
         let (sharedLifetime, token) = Lifetime.make()

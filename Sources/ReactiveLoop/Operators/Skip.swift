@@ -38,7 +38,7 @@ extension Signal {
     ///
     /// - Precondition: `count >= 0`.
     public func skip(first count: Int) -> Signal<Value, Error> {
-        precondition(count >= 0, "skip(first:): count must be >= 0, got \(count)")
+        _require(count >= 0, "skip(first:): count must be >= 0, got \(count)")
         guard count > 0 else { return self }
         return _lift(_Skip.first(count))
     }
@@ -61,7 +61,7 @@ extension SignalProducer {
     ///
     /// - Precondition: `count >= 0`.
     public func skip(first count: Int) -> SignalProducer<Value, Error> {
-        precondition(count >= 0, "skip(first:): count must be >= 0, got \(count)")
+        _require(count >= 0, "skip(first:): count must be >= 0, got \(count)")
         guard count > 0 else { return self }
         return _lift(_Skip.first(count))
     }

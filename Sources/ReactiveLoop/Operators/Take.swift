@@ -54,7 +54,7 @@ extension Signal {
     ///
     /// - Precondition: `count >= 0`.
     public func take(first count: Int) -> Signal<Value, Error> {
-        precondition(count >= 0, "take(first:): count must be >= 0, got \(count)")
+        _require(count >= 0, "take(first:): count must be >= 0, got \(count)")
         guard count > 0 else { return Signal { observer, _ in observer.sendCompleted() } }
         return _lift(_Take.first(count))
     }
@@ -64,7 +64,7 @@ extension Signal {
     ///
     /// - Precondition: `count >= 0`.
     public func take(last count: Int) -> Signal<Value, Error> {
-        precondition(count >= 0, "take(last:): count must be >= 0, got \(count)")
+        _require(count >= 0, "take(last:): count must be >= 0, got \(count)")
         return _lift(_Take.last(count))
     }
 
@@ -96,7 +96,7 @@ extension SignalProducer {
     ///
     /// - Precondition: `count >= 0`.
     public func take(first count: Int) -> SignalProducer<Value, Error> {
-        precondition(count >= 0, "take(first:): count must be >= 0, got \(count)")
+        _require(count >= 0, "take(first:): count must be >= 0, got \(count)")
         guard count > 0 else { return .empty }
         return _lift(_Take.first(count))
     }
@@ -105,7 +105,7 @@ extension SignalProducer {
     ///
     /// - Precondition: `count >= 0`.
     public func take(last count: Int) -> SignalProducer<Value, Error> {
-        precondition(count >= 0, "take(last:): count must be >= 0, got \(count)")
+        _require(count >= 0, "take(last:): count must be >= 0, got \(count)")
         return _lift(_Take.last(count))
     }
 

@@ -75,7 +75,7 @@ extension SignalProducer {
     ///
     /// - Precondition: `count >= 0`.
     public func `repeat`(_ count: Int) -> SignalProducer<Value, Error> {
-        precondition(count >= 0, "repeat(_:): count must be >= 0, got \(count)")
+        _require(count >= 0, "repeat(_:): count must be >= 0, got \(count)")
         guard count > 0 else { return .empty }
         guard count > 1 else { return self }
         return SignalProducer<SignalProducer<Value, Error>, Error>(repeatElement(self, count: count)).flatten(.concat)
@@ -86,7 +86,7 @@ extension SignalProducer {
     ///
     /// - Precondition: `count >= 0`.
     public func retry(upTo count: Int) -> SignalProducer<Value, Error> {
-        precondition(count >= 0, "retry(upTo:): count must be >= 0, got \(count)")
+        _require(count >= 0, "retry(upTo:): count must be >= 0, got \(count)")
         guard count > 0 else { return self }
         return flatMapError { _ in self.retry(upTo: count - 1) }
     }

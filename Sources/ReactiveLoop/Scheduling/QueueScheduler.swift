@@ -86,7 +86,7 @@ public final class QueueScheduler: DateScheduler {
     public func schedule(
         after date: Date, interval: DispatchTimeInterval, leeway: DispatchTimeInterval, action: @escaping () -> Void
     ) -> (any Disposable)? {
-        precondition(
+        _require(
             interval.nanoseconds > 0,
             "QueueScheduler.schedule(after:interval:leeway:action:): interval must be positive, got \(interval)")
         let timer = DispatchSource.makeTimerSource(queue: queue)

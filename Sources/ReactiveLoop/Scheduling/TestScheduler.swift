@@ -13,18 +13,21 @@ import Foundation
 /// their remaining delay.
 public final class TestScheduler: DateScheduler {
     private struct Item {
-        let deadline: TimeInterval  // On the monotonic virtual clock.
+        /// On the monotonic virtual clock: exact, so equal deadlines compare equal.
+        let deadline: Duration
+        /// The deadline less the precision of the `Date` it came from: an advance that reaches
+        /// within a `Date`'s rounding of the deadline runs it.
+        let dueBy: Duration
         let sequence: UInt64
         let action: () -> Void
-        let cancelled: AnyDisposable
     }
 
     private let lock = _Lock()
     private let startDate: Date
-    // Protected by lock. Seconds since `startDate` on the monotonic virtual clock.
-    private var now: TimeInterval = 0
+    // Protected by lock. Time since `startDate` on the monotonic virtual clock.
+    private var now: Duration = .zero
     // Protected by lock. Wall-clock adjustments (`rewind`).
-    private var wallOffset: TimeInterval = 0
+    private var wallOffset: Duration = .zero
     // Protected by lock. Sorted by (deadline, sequence).
     private var items: [Item] = []
     // Protected by lock.
@@ -37,147 +40,267 @@ public final class TestScheduler: DateScheduler {
 
     /// The virtual date.
     public var currentDate: Date {
-        lock.withLock { startDate.addingTimeInterval(now + wallOffset) }
+        lock.withLock { date(at: now) }
     }
 
     /// Schedules `action` to run at the current virtual time (on the next `advance`).
     @discardableResult
     public func schedule(_ action: @escaping () -> Void) -> (any Disposable)? {
-        enqueue(delay: 0, action)
+        lock.withLock { enqueueLocked(at: now, dueBy: now, action) }
     }
 
-    /// Schedules `action` to run after `delay` of virtual time.
+    /// Schedules `action` to run after `delay` of virtual time. An action scheduled after
+    /// `.never` never runs.
     @discardableResult
     public func schedule(after delay: DispatchTimeInterval, action: @escaping () -> Void) -> (any Disposable)? {
-        enqueue(delay: delay.timeInterval, action)
+        guard let delay = delay.duration else { return AnyDisposable() }
+        return lock.withLock {
+            let deadline = now + max(.zero, delay)
+            return enqueueLocked(at: deadline, dueBy: deadline, action)
+        }
     }
 
-    /// Schedules `action` to run at `date` (converted to a delay now).
+    /// Schedules `action` to run at `date`; at the next advance if `date` is not in the future,
+    /// never if `date` is infinitely far.
+    ///
+    /// - Precondition: `date` is not NaN.
     @discardableResult
     public func schedule(after date: Date, action: @escaping () -> Void) -> (any Disposable)? {
-        enqueue(delay: date.timeIntervalSince(currentDate), action)
+        _require(!date.timeIntervalSinceReferenceDate.isNaN, "TestScheduler.schedule(after:action:): date is NaN")
+        return lock.withLock {
+            guard let (deadline, dueBy) = deadlineLocked(of: date) else { return AnyDisposable() }
+            return enqueueLocked(at: deadline, dueBy: dueBy, action)
+        }
     }
 
     /// Schedules `action` at `date`, then every `interval`, until disposed.
     ///
-    /// - Precondition: `interval` is positive.
+    /// - Precondition: `interval` is positive and finite, `leeway` is not negative, `date` is
+    ///   not NaN.
     @discardableResult
     public func schedule(
         after date: Date, interval: DispatchTimeInterval, leeway: DispatchTimeInterval = .seconds(0),
         action: @escaping () -> Void
     ) -> (any Disposable)? {
-        let seconds = interval.timeInterval
-        precondition(
-            seconds > 0 && seconds.isFinite,
-            "TestScheduler.schedule(after:interval:leeway:action:): interval must be positive, got \(interval)")
+        let api = "TestScheduler.schedule(after:interval:leeway:action:)"
+        _checkRepeating(date: date, interval: interval, leeway: leeway, api)
+        let step = interval.duration!
         let repeating = SerialDisposable()
-        func occurrence(after delay: TimeInterval) {
-            repeating.inner = enqueue(delay: delay) {
-                action()
-                occurrence(after: seconds)
+        func occurrence(at deadline: Duration, dueBy: Duration) {
+            repeating.inner = lock.withLock {
+                enqueueLocked(at: deadline, dueBy: dueBy) {
+                    action()
+                    occurrence(at: deadline + step, dueBy: deadline + step)
+                }
             }
         }
-        occurrence(after: date.timeIntervalSince(currentDate))
+        let first = lock.withLock { deadlineLocked(of: date) }
+        if let (deadline, dueBy) = first { occurrence(at: deadline, dueBy: dueBy) }
         return repeating
     }
 
-    @discardableResult
-    private func enqueue(delay: TimeInterval, _ action: @escaping () -> Void) -> any Disposable {
-        let cancelled = AnyDisposable()
-        lock.withLock {
-            let item = Item(
-                deadline: now + max(0, delay), sequence: nextSequence, action: action, cancelled: cancelled)
-            nextSequence += 1
-            let index = items.partitionPoint { ($0.deadline, $0.sequence) > (item.deadline, item.sequence) }
-            items.insert(item, at: index)
+    // Requires lock. `date` on the monotonic clock, or nil for a date infinitely far away.
+    private func deadlineLocked(of date: Date) -> (deadline: Duration, dueBy: Duration)? {
+        let seconds = date.timeIntervalSince(startDate)
+        guard seconds < .infinity else { return nil }
+        guard seconds > -.infinity else { return (now, now) }
+        let deadline = max(now, Duration.rounded(seconds: seconds) - wallOffset)
+        // A `Date` is a Double: far from the reference date, `currentDate + d` is rounded by up
+        // to half a unit in the last place, so the deadline may land a few nanoseconds past
+        // `now + d`. Two units of slack make `advance(by: d)` run it, as the user meant.
+        let precision = Duration.seconds(2 * date.timeIntervalSinceReferenceDate.ulp)
+        return (deadline, max(now, deadline - precision))
+    }
+
+    // Requires lock.
+    private func date(at time: Duration) -> Date {
+        startDate.addingTimeInterval((time + wallOffset).seconds)
+    }
+
+    // Requires lock.
+    private func enqueueLocked(at deadline: Duration, dueBy: Duration, _ action: @escaping () -> Void) -> any Disposable
+    {
+        let item = Item(deadline: deadline, dueBy: dueBy, sequence: nextSequence, action: action)
+        nextSequence += 1
+        items.insert(item, at: indexLocked(deadline: deadline, sequence: item.sequence))
+        let sequence = item.sequence
+        // Disposing removes the item at once, releasing its action.
+        return AnyDisposable { [weak self] in self?.cancel(deadline: deadline, sequence: sequence) }
+    }
+
+    // Requires lock. Where an item with this key is, or would be inserted.
+    private func indexLocked(deadline: Duration, sequence: UInt64) -> Int {
+        items.partitionPoint { ($0.deadline, $0.sequence) >= (deadline, sequence) }
+    }
+
+    private func cancel(deadline: Duration, sequence: UInt64) {
+        let removed: Item? = lock.withLock {
+            let index = indexLocked(deadline: deadline, sequence: sequence)
+            guard index < items.count, items[index].sequence == sequence else { return nil }
+            return items.remove(at: index)
         }
-        return cancelled
+        _ = removed  // Released here, outside the lock: its action may own anything.
     }
 
     /// Advances the clock by the smallest step (one nanosecond), running what falls due.
     public func advance() {
-        advanceSeconds(1e-9, api: "advance()")
+        advance(by: .nanoseconds(1), api: "advance()")
     }
 
     /// Advances the clock by `interval`, running every action that falls due, in order.
+    ///
+    /// - Precondition: `interval` is not negative and not `.never`.
     public func advance(by interval: DispatchTimeInterval) {
-        advanceSeconds(interval.timeInterval, api: "advance(by:)")
+        advance(by: interval, api: "advance(by:)")
     }
 
     /// Advances the clock by `interval` seconds, running every action that falls due.
     ///
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and not negative.
     public func advance(by interval: TimeInterval) {
-        advanceSeconds(interval, api: "advance(by:)")
+        advance(seconds: interval, api: "advance(by:)")
     }
 
     /// Advances the clock to `newDate`, running every action that falls due.
     ///
-    /// - Precondition: `newDate` is not before `currentDate`.
+    /// - Precondition: `newDate` is neither NaN nor before `currentDate`.
     public func advance(to newDate: Date) {
-        let interval = newDate.timeIntervalSince(currentDate)
-        precondition(
-            interval >= 0, "TestScheduler.advance(to:): newDate must not be before currentDate, got \(newDate)")
-        runDue(until: monotonicTime(of: newDate))
+        advance(toDate: newDate)
     }
 
-    /// Runs every scheduled action, advancing the clock as far as needed, until none is left.
-    /// Repeating timers must be disposed first, or this never returns.
+    fileprivate func advance(toDate newDate: Date) {
+        let target: Duration = lock.withLock {
+            let interval = newDate.timeIntervalSince(date(at: now))
+            _require(
+                interval >= 0,
+                "TestScheduler.advance(to:): newDate must not be before currentDate (\(date(at: now))), got \(newDate)")
+            return deadlineLocked(of: newDate)?.deadline ?? Self.endOfTime(startDate, wallOffset)
+        }
+        runDue(until: target)
+    }
+
+    /// Runs every scheduled action, advancing the clock as far as needed, up to
+    /// `Date.distantFuture`, and leaves `currentDate` there. Actions scheduled later than that
+    /// (after `.never`, or at an infinite date) never run. Repeating timers must be disposed
+    /// first, or this runs them until the distant future.
     public func run() {
-        runDue(until: .infinity)
+        advance(toDate: .distantFuture)
     }
 
-    /// `date` on the monotonic virtual clock (computed directly, so that advancing to a
-    /// deadline's date always reaches it, whatever the rounding of intermediate steps).
-    fileprivate func monotonicTime(of date: Date) -> TimeInterval {
-        lock.withLock { date.timeIntervalSince(startDate) - wallOffset }
+    private static func endOfTime(_ startDate: Date, _ wallOffset: Duration) -> Duration {
+        .rounded(seconds: Date.distantFuture.timeIntervalSince(startDate)) - wallOffset
     }
 
-    fileprivate func advanceSeconds(_ interval: TimeInterval, api: String) {
-        precondition(interval >= 0, "TestScheduler.\(api): interval must be >= 0, got \(interval)")
-        let end = lock.withLock { now + interval }
-        runDue(until: end)
+    fileprivate func advance(by interval: DispatchTimeInterval, api: String) {
+        guard let step = interval.duration, step >= .zero else {
+            _argumentFailure("TestScheduler.\(api): interval must be finite and >= 0, got \(interval)")
+        }
+        let target = lock.withLock { now + step }
+        runDue(until: target)
+    }
+
+    fileprivate func advance(seconds interval: TimeInterval, api: String) {
+        _require(
+            interval >= 0 && interval.isFinite,
+            "TestScheduler.\(api): interval must be finite and >= 0, got \(interval)")
+        let target = lock.withLock { now + .rounded(seconds: interval) }
+        runDue(until: target)
     }
 
     /// Moves `currentDate` back by `interval`, as a wall-clock change would. Scheduled
     /// deadlines keep their remaining delay (time is monotonic).
     public func rewind(by interval: DispatchTimeInterval) {
-        lock.withLock { wallOffset -= interval.timeInterval }
+        guard let step = interval.duration else {
+            _argumentFailure("TestScheduler.rewind(by:): interval must be finite, got \(interval)")
+        }
+        lock.withLock { wallOffset -= step }
     }
 
-    fileprivate func runDue(until end: TimeInterval) {
+    fileprivate func runDue(until end: Duration) {
         while true {
             let next: Item? = lock.withLock {
-                while let first = items.first, first.cancelled.isDisposed { items.removeFirst() }
-                guard let first = items.first, first.deadline <= end else {
-                    if end.isFinite { now = max(now, end) }
+                guard let first = items.first, first.dueBy <= end else {
+                    now = max(now, end)
                     return nil
                 }
                 items.removeFirst()
-                now = max(now, first.deadline)
+                now = max(now, min(first.deadline, end))
                 return first
             }
             guard let next else { return }
-            if !next.cancelled.isDisposed { next.action() }
+            next.action()
         }
     }
 }
 
+extension DispatchTimeInterval {
+    /// The interval as an exact `Duration`, or `nil` for `.never`.
+    var duration: Duration? {
+        switch self {
+        case let .seconds(value): .seconds(value)
+        case let .milliseconds(value): .milliseconds(value)
+        case let .microseconds(value): .microseconds(value)
+        case let .nanoseconds(value): .nanoseconds(value)
+        case .never: nil
+        @unknown default: nil
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, correctly rounded for whole nanoseconds.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+
+    /// `seconds` (finite) rounded to the nanosecond, the resolution of the schedulers' clocks.
+    static func rounded(seconds: Double) -> Duration {
+        let whole = seconds.rounded(.down)
+        return .seconds(Int64(whole)) + .nanoseconds(Int64(((seconds - whole) * 1e9).rounded()))
+    }
+}
+
+/// Checks the arguments of a repeating `schedule(after:interval:leeway:action:)`, the same way
+/// on every scheduler.
+func _checkRepeating(date: Date, interval: DispatchTimeInterval, leeway: DispatchTimeInterval, _ api: String) {
+    _require(!date.timeIntervalSinceReferenceDate.isNaN, "\(api): date is NaN")
+    _require(
+        interval.duration.map { $0 > .zero } ?? false, "\(api): interval must be positive and finite, got \(interval)")
+    _require(leeway.duration.map { $0 >= .zero } ?? false, "\(api): leeway must be finite and >= 0, got \(leeway)")
+}
+
 extension TestScheduler {
-    /// Advances the clock by the smallest step, on the main actor.
-    @MainActor public func advance() async { advanceSeconds(1e-9, api: "advance()") }
-    /// Advances the clock by `interval`, on the main actor.
+    /// Lets tasks that are ready run first (a task that just called `sleep(for:)` on this
+    /// scheduler gets to schedule its wake-up before the clock moves).
+    @MainActor private func yieldToPendingTasks() async {
+        for _ in 0..<16 { await Task.yield() }
+    }
+
+    /// Advances the clock by the smallest step, on the main actor, after pending tasks ran.
+    @MainActor public func advance() async {
+        await yieldToPendingTasks()
+        advance(by: .nanoseconds(1), api: "advance()")
+    }
+    /// Advances the clock by `interval`, on the main actor, after pending tasks ran.
     @MainActor public func advance(by interval: DispatchTimeInterval) async {
-        advanceSeconds(interval.timeInterval, api: "advance(by:)")
+        await yieldToPendingTasks()
+        advance(by: interval, api: "advance(by:)")
     }
-    /// Advances the clock by `interval` seconds, on the main actor.
-    @MainActor public func advance(by interval: TimeInterval) async { advanceSeconds(interval, api: "advance(by:)") }
-    /// Advances the clock to `newDate`, on the main actor.
+    /// Advances the clock by `interval` seconds, on the main actor, after pending tasks ran.
+    @MainActor public func advance(by interval: TimeInterval) async {
+        await yieldToPendingTasks()
+        advance(seconds: interval, api: "advance(by:)")
+    }
+    /// Advances the clock to `newDate`, on the main actor, after pending tasks ran.
     @MainActor public func advance(to newDate: Date) async {
-        runDue(until: monotonicTime(of: newDate))
+        await yieldToPendingTasks()
+        advance(toDate: newDate)
     }
-    /// Runs every scheduled action, on the main actor.
-    @MainActor public func run() async { runDue(until: .infinity) }
+    /// Runs every scheduled action, on the main actor, after pending tasks ran.
+    @MainActor public func run() async {
+        await yieldToPendingTasks()
+        advance(toDate: .distantFuture)
+    }
 }
 
 extension TestScheduler: @unchecked Sendable {}  // All state is protected by `lock`.

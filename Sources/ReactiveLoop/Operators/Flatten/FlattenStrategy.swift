@@ -29,7 +29,7 @@ public struct FlattenStrategy: Sendable {
     ///
     /// - Precondition: `limit > 0`.
     public static func concurrent(limit: UInt) -> FlattenStrategy {
-        precondition(limit > 0, "FlattenStrategy.concurrent(limit:): limit must be > 0, got \(limit)")
+        _require(limit > 0, "FlattenStrategy.concurrent(limit:): limit must be > 0, got \(limit)")
         return FlattenStrategy(kind: .concurrent(limit: limit))
     }
 

@@ -33,7 +33,7 @@ final class _CollectEveryState<Value, Error: Swift.Error>: @unchecked Sendable {
         _ interval: DispatchTimeInterval, _ scheduler: any DateScheduler, _ skipEmpty: Bool,
         _ discardWhenCompleted: Bool
     ) -> (_SerialSink<[Value], Error>, Lifetime) -> Signal<Value, Error>.Observer {
-        precondition(
+        _require(
             interval.nanoseconds > 0,
             "collect(every:on:skipEmpty:discardWhenCompleted:): interval must be positive, got \(interval)")
         return { sink, lifetime in

@@ -45,7 +45,7 @@ extension SignalProducer {
     public func retry(upTo count: Int, interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<
         Value, Error
     > {
-        precondition(count >= 0, "retry(upTo:interval:on:): count must be >= 0, got \(count)")
+        _require(count >= 0, "retry(upTo:interval:on:): count must be >= 0, got \(count)")
         _checkInterval(interval, "retry(upTo:interval:on:)")
         guard count > 0 else { return self }
         return flatMapError { _ in

@@ -35,7 +35,7 @@ extension SignalProducer {
 
 @usableFromInline
 func _checkInterval(_ interval: TimeInterval, _ api: StaticString) {
-    precondition(interval >= 0 && !interval.isNaN, "\(api): interval must be >= 0, got \(interval)")
+    _require(interval >= 0 && !interval.isNaN, "\(api): interval must be >= 0, got \(interval)")
 }
 
 /// What every timed operator's per-run state holds: its interval, scheduler and output, and

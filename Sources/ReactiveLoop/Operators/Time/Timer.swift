@@ -18,7 +18,7 @@ extension SignalProducer where Value == Date, Error == Never {
     public static func timer(
         interval: DispatchTimeInterval, on scheduler: any DateScheduler, leeway: DispatchTimeInterval
     ) -> SignalProducer<Value, Error> {
-        precondition(interval.nanoseconds > 0, "timer(interval:on:leeway:): interval must be positive, got \(interval)")
+        _require(interval.nanoseconds > 0, "timer(interval:on:leeway:): interval must be positive, got \(interval)")
         return SignalProducer { observer, lifetime in
             lifetime += scheduler.schedule(after: interval, interval: interval, leeway: leeway) {
                 observer.send(value: scheduler.currentDate)
@@ -35,7 +35,7 @@ extension SignalProducer where Error == Never {
     public static func interval<S: Sequence>(
         _ values: S, interval: DispatchTimeInterval, on scheduler: any DateScheduler
     ) -> SignalProducer<S.Element, Error> where Value == S.Element {
-        precondition(interval.nanoseconds > 0, "interval(_:interval:on:): interval must be positive, got \(interval)")
+        _require(interval.nanoseconds > 0, "interval(_:interval:on:): interval must be positive, got \(interval)")
         return SignalProducer<S.Element, Error> { observer, lifetime in
             var iterator = values.makeIterator()  // Used on the scheduler's thread only.
             let ticks = SerialDisposable()
@@ -59,7 +59,7 @@ extension SignalProducer where Value == Int, Error == Never {
     public static func interval(_ interval: DispatchTimeInterval, on scheduler: any DateScheduler) -> SignalProducer<
         Value, Error
     > {
-        precondition(interval.nanoseconds > 0, "interval(_:on:): interval must be positive, got \(interval)")
+        _require(interval.nanoseconds > 0, "interval(_:on:): interval must be positive, got \(interval)")
         return .interval(0..., interval: interval, on: scheduler)
     }
 }
