@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Testing
-@testable import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoop
 
 @Suite("TestScheduler")
 struct TestSchedulerTests {
@@ -281,5 +281,100 @@ extension RealSchedulerTests {
             scheduler.schedule(after: Date().addingTimeInterval(0.05)) { ran.signal() }
         }
         #expect(ran.wait(timeout: .now() + 10) == .success)
+    }
+}
+
+@Suite("QueueScheduler")
+struct QueueSchedulerTests {
+    /// Regression: each action later than all pending ones was inserted at the front of a
+    /// sorted array, and disposed ones stayed: 80,000 of them took seconds (quadratic). The
+    /// bound is generous; the benchmark suite measures the cost against `asyncAfter`.
+    @Test func manyIncreasingDeadlinesScheduledThenDisposedCostNoQuadraticTime() {
+        let scheduler = QueueScheduler(queue: DispatchQueue(label: "increasing"))
+        let start = DispatchTime.now()
+        let base = scheduler.currentDate.addingTimeInterval(3_600)
+        var disposables: [any Disposable] = []
+        disposables.reserveCapacity(80_000)
+        for index in 0..<80_000 {
+            if let disposable = scheduler.schedule(after: base.addingTimeInterval(Double(index)), action: {}) {
+                disposables.append(disposable)
+            }
+        }
+        for disposable in disposables { disposable.dispose() }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        #expect(seconds < 4, "took \(seconds) s")
+    }
+
+    /// Regression: a disposed timed action stayed queued, with what it captured, until its
+    /// deadline.
+    @Test func disposedTimedActionIsReleasedAtOnce() {
+        let scheduler = QueueScheduler(queue: DispatchQueue(label: "release"))
+        weak var weakCapture: Tracked?
+        let disposable: (any Disposable)?
+        do {
+            let capture = Tracked()
+            weakCapture = capture
+            disposable = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(3_600)) { _ = capture }
+        }
+        #expect(weakCapture != nil)
+        disposable?.dispose()
+        #expect(weakCapture == nil)
+    }
+
+    /// Regression: a thread preempted between its wall-clock and monotonic reads looked like a
+    /// wall-clock jump, so equal dates got different deadlines and ran out of order.
+    @Test func equalDatesKeepTheirOrderWhenTheSchedulingThreadIsPreempted() {
+        let calls = Box(0)
+        let scheduler = QueueScheduler(
+            queue: DispatchQueue(label: "preempted"), name: "preempted",
+            wallClock: {
+                // Every third read stalls, as a preempted thread would between its two reads.
+                if calls.modify({
+                    $0 += 1; return $0
+                }) % 3 == 0 {
+                    Thread.sleep(forTimeInterval: 0.004)
+                }
+                return Date()
+            })
+        let date = Date().addingTimeInterval(0.3)
+        let order = Box<[Int]>([])
+        for index in 0..<40 {
+            scheduler.schedule(after: date) { order.modify { $0.append(index) } }
+        }
+        let done = DispatchSemaphore(value: 0)
+        scheduler.schedule(after: date.addingTimeInterval(0.01)) { done.signal() }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(order.value == Array(0..<40))
+    }
+
+    /// Regression: an action scheduled for a date not in the future went through the timer and
+    /// could be overtaken by an action scheduled after it with `schedule(_:)`.
+    @Test func pastDateIsNeverOvertakenByALaterSchedule() {
+        let scheduler = QueueScheduler(queue: DispatchQueue(label: "past"))
+        for _ in 0..<200 {
+            let order = Box<[Int]>([])
+            scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(-1)) { order.modify { $0.append(1) } }
+            scheduler.schedule(after: scheduler.currentDate) { order.modify { $0.append(2) } }
+            scheduler.schedule { order.modify { $0.append(3) } }
+            scheduler.queue.sync {}
+            #expect(order.value == [1, 2, 3])
+        }
+    }
+
+    @Test func infiniteDateNeverRunsAndBadArgumentsAreNamed() async {
+        let scheduler = QueueScheduler(queue: DispatchQueue(label: "infinite"))
+        let ran = Box(false)
+        scheduler.schedule(after: Date(timeIntervalSinceReferenceDate: .infinity)) { ran.value = true }
+        try? await Task.sleep(for: .milliseconds(50))
+        scheduler.queue.sync {}
+        #expect(!ran.value)
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            QueueScheduler(queue: DispatchQueue(label: "nan")).schedule(
+                after: Date(timeIntervalSinceReferenceDate: .nan), action: {})
+        }.map { result in
+            #expect(
+                String(decoding: result.standardErrorContent, as: UTF8.self).contains(
+                    "QueueScheduler.schedule(after:action:): date is NaN"))
+        }
     }
 }

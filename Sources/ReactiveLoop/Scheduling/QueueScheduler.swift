@@ -66,9 +66,19 @@ public final class QueueScheduler: DateScheduler {
     }
 
     /// Runs `action` on the queue at `date`; the delay is fixed now, on the monotonic clock.
+    ///
+    /// A date not in the future runs the action as `schedule(_:)` does, so no action scheduled
+    /// after this call overtakes it. An infinitely distant date never runs the action.
+    ///
+    /// - Precondition: `date` is not NaN.
     @discardableResult
     public func schedule(after date: Date, action: @escaping () -> Void) -> (any Disposable)? {
-        timers.schedule(at: deadline(for: date), action)
+        _require(!date.timeIntervalSinceReferenceDate.isNaN, "QueueScheduler.schedule(after:action:): date is NaN")
+        guard date.timeIntervalSinceReferenceDate < .infinity else { return AnyDisposable() }
+        let now = DispatchTime.now()
+        let deadline = deadline(for: date, now: now)
+        guard deadline > now else { return schedule(action) }
+        return timers.schedule(at: deadline, action)
     }
 
     /// Runs `action` at `date`, then every `interval`, with no leeway.
@@ -81,16 +91,17 @@ public final class QueueScheduler: DateScheduler {
 
     /// Runs `action` at `date`, then every `interval`, until the disposable is disposed.
     ///
-    /// - Precondition: `interval` is positive.
+    /// - Precondition: `interval` is positive and finite, `leeway` is finite and not negative,
+    ///   and `date` is not NaN.
     @discardableResult
     public func schedule(
         after date: Date, interval: DispatchTimeInterval, leeway: DispatchTimeInterval, action: @escaping () -> Void
     ) -> (any Disposable)? {
-        _require(
-            interval.nanoseconds > 0,
-            "QueueScheduler.schedule(after:interval:leeway:action:): interval must be positive, got \(interval)")
+        _checkRepeating(
+            date: date, interval: interval, leeway: leeway, "QueueScheduler.schedule(after:interval:leeway:action:)")
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: deadline(for: date), repeating: interval, leeway: leeway)
+        let start = date.timeIntervalSinceReferenceDate < .infinity ? deadline(for: date, now: .now()) : .distantFuture
+        timer.schedule(deadline: start, repeating: interval, leeway: leeway)
         let action = _Unchecked(action)
         timer.setEventHandler { action.value() }
         let key: UInt64 = lock.withLock {
@@ -105,99 +116,44 @@ public final class QueueScheduler: DateScheduler {
         }
     }
 
-    /// The monotonic deadline for a wall-clock `date`, fixed now.
-    private func deadline(for date: Date) -> DispatchTime {
-        let monotonic = DispatchTime.now()
-        let observed = wallClock().timeIntervalSinceReferenceDate - Double(monotonic.uptimeNanoseconds) / 1e9
-        let offset: Double = lock.withLock {
-            if let known = wallMinusMonotonic, abs(known - observed) <= Self.jumpThreshold { return known }
+    /// The monotonic deadline for a wall-clock `date`, fixed now (`now` was read just before):
+    /// `now` itself if `date` is not in the future.
+    private func deadline(for date: Date, now: DispatchTime) -> DispatchTime {
+        let offset = wallMinusMonotonic(after: now)
+        let target = (date.timeIntervalSinceReferenceDate - offset) * 1e9
+        guard target > Double(now.uptimeNanoseconds) else { return now }
+        return target >= Double(UInt64.max) ? .distantFuture : DispatchTime(uptimeNanoseconds: UInt64(target))
+    }
+
+    /// Wall-clock seconds minus monotonic seconds. The wall clock is read between two
+    /// monotonic reads, so the true offset lies in a known interval; only an offset outside
+    /// that interval (widened by `jumpThreshold`) is a wall-clock jump. A thread preempted
+    /// between its reads widens the interval instead of looking like a jump, so equal dates
+    /// keep mapping to equal deadlines.
+    private func wallMinusMonotonic(after before: DispatchTime) -> Double {
+        let wall = wallClock().timeIntervalSinceReferenceDate
+        let after = DispatchTime.now()
+        let lowest = wall - Double(after.uptimeNanoseconds) / 1e9
+        let highest = wall - Double(before.uptimeNanoseconds) / 1e9
+        return lock.withLock {
+            if let known = wallMinusMonotonic,
+                known >= lowest - Self.jumpThreshold && known <= highest + Self.jumpThreshold
+            {
+                return known
+            }
+            let observed = (lowest + highest) / 2
             wallMinusMonotonic = observed
             return observed
         }
-        let target = (date.timeIntervalSinceReferenceDate - offset) * 1e9
-        guard target > Double(monotonic.uptimeNanoseconds) else { return monotonic }
-        return target >= Double(UInt64.max) ? .distantFuture : DispatchTime(uptimeNanoseconds: UInt64(target))
     }
 }
 
 extension QueueScheduler: @unchecked Sendable {}  // `repeating` is protected by `lock`; the rest is immutable.
 
-/// One-shot actions of a queue scheduler, in deadline order, fired by one dispatch timer.
 /// A value handed to another thread that the type system cannot prove safe to share: a
 /// scheduler's action runs on the scheduler's thread by design (ReactiveSwift's API takes
 /// non-`Sendable` closures), so the caller's contract is what makes it safe.
 struct _Unchecked<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
-}
-
-final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by `lock`.
-    private struct Item {
-        let deadline: UInt64
-        let sequence: UInt64
-        let action: () -> Void
-        let disposable: AnyDisposable
-    }
-
-    private let lock = _Lock()
-    private let timer: any DispatchSourceTimer
-    // Protected by lock. Sorted by (deadline, sequence), soonest last, so firing pops the end.
-    private var items: [Item] = []
-    // Protected by lock.
-    private var nextSequence: UInt64 = 0
-    // Protected by lock. The deadline the timer is armed for, if any.
-    private var armedFor: UInt64?
-    // Protected by lock. Set while actions are pending: they run even if the scheduler that
-    // queued them is released (the `DateScheduler` contract).
-    private var keepAlive: _DeadlineQueue?
-
-    init(queue: DispatchQueue) {
-        timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.setEventHandler { [weak self] in self?.fire() }
-        timer.resume()
-    }
-
-    deinit { timer.cancel() }
-
-    func schedule(at deadline: DispatchTime, _ action: @escaping () -> Void) -> any Disposable {
-        let disposable = AnyDisposable()
-        lock.withLock {
-            let item = Item(
-                deadline: deadline.uptimeNanoseconds, sequence: nextSequence, action: action, disposable: disposable)
-            nextSequence += 1
-            let index = items.partitionPoint { ($0.deadline, $0.sequence) < (item.deadline, item.sequence) }
-            items.insert(item, at: index)
-            keepAlive = self
-            armLocked()
-        }
-        return disposable
-    }
-
-    // Requires lock.
-    private func armLocked() {
-        guard let soonest = items.last?.deadline else {
-            keepAlive = nil
-            return
-        }
-        if let armedFor, armedFor <= soonest { return }
-        armedFor = soonest
-        timer.schedule(deadline: DispatchTime(uptimeNanoseconds: soonest), repeating: .never, leeway: .nanoseconds(0))
-    }
-
-    /// Runs every due action in order, on the queue, then re-arms for the next deadline.
-    private func fire() {
-        lock.withLock { armedFor = nil }
-        while true {
-            let now = DispatchTime.now().uptimeNanoseconds
-            let due: Item? = lock.withLock {
-                guard let last = items.last, last.deadline <= now else {
-                    armLocked()
-                    return nil
-                }
-                return items.removeLast()
-            }
-            guard let due else { return }
-            if !due.disposable.isDisposed { due.action() }
-        }
-    }
 }
