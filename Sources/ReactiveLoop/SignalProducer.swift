@@ -11,6 +11,11 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     @usableFromInline
     let _run: (Signal<Value, Error>.Observer, Lifetime) -> Void
 
+    /// Set when this producer is a chain of `concat`/`prefix`/`then`: the parts, so that
+    /// chaining onto it makes one longer chain instead of nesting (see `_ConcatChain`).
+    @usableFromInline
+    let _chain: _ConcatChain<Value, Error>?
+
     /// Marks the internal initializer, so that a trailing closure never picks it.
     @usableFromInline
     enum _Raw { case run }
@@ -18,6 +23,15 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     @inlinable
     init(_ raw: _Raw, _ run: @escaping (Signal<Value, Error>.Observer, Lifetime) -> Void) {
         self._run = run
+        self._chain = nil
+    }
+
+    /// A producer that runs the parts of `chain` one after another.
+    init(chain: _ConcatChain<Value, Error>) {
+        self._run = { observer, lifetime in
+            SignalProducer<SignalProducer<Value, Error>, Error>(chain.parts()).flatten(.concat)._run(observer, lifetime)
+        }
+        self._chain = chain
     }
 
     /// Creates a producer that runs `startHandler` on every start, with a fresh input observer

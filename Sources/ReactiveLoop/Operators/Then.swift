@@ -7,10 +7,15 @@ extension SignalProducer {
         _then(replacement)
     }
 
-    /// The one implementation behind every `then` overload.
+    /// The one implementation behind every `then` overload. With equal value types it makes
+    /// one chain (see `_ConcatChain`), so long `then` chains start in constant stack.
     func _then<U>(_ replacement: SignalProducer<U, Error>) -> SignalProducer<U, Error> {
-        let ignoringValues = compactMap { _ -> U? in nil }
-        return SignalProducer<SignalProducer<U, Error>, Error>(values: ignoringValues, replacement).flatten(.concat)
+        if let sameType = replacement as? SignalProducer<Value, Error> {
+            let chain = _ConcatChain.pair(
+                _ConcatChain(node: .ignoringValues(_ConcatChain(self))), _ConcatChain(sameType))
+            return SignalProducer(chain: chain) as! SignalProducer<U, Error>
+        }
+        return compactMap { _ -> U? in nil }.concat(replacement)
     }
 
     /// Runs `replacement` after this producer completes; see `then(_:)`.
@@ -73,12 +78,22 @@ extension SignalProducer {
     /// Runs the producer `count` times in a row, each after the previous one completed. A
     /// failure or interruption ends the whole. `repeat(0)` completes at once.
     ///
+    /// Each run starts when the previous one completes: starting costs the same for any
+    /// `count`, and so does memory.
+    ///
     /// - Precondition: `count >= 0`.
     public func `repeat`(_ count: Int) -> SignalProducer<Value, Error> {
         _require(count >= 0, "repeat(_:): count must be >= 0, got \(count)")
         guard count > 0 else { return .empty }
         guard count > 1 else { return self }
-        return SignalProducer<SignalProducer<Value, Error>, Error>(repeatElement(self, count: count)).flatten(.concat)
+        return _restarting {
+            var remaining = count - 1
+            return { event in
+                guard case .completed = event, remaining > 0 else { return false }
+                remaining -= 1
+                return true
+            }
+        }
     }
 
     /// Starts the producer again after a failure, up to `count` more times; the last failure
@@ -88,9 +103,48 @@ extension SignalProducer {
     public func retry(upTo count: Int) -> SignalProducer<Value, Error> {
         _require(count >= 0, "retry(upTo:): count must be >= 0, got \(count)")
         guard count > 0 else { return self }
-        return flatMapError { _ in self.retry(upTo: count - 1) }
+        return _restarting {
+            var remaining = count
+            return { event in
+                guard case .failed = event, remaining > 0 else { return false }
+                remaining -= 1
+                return true
+            }
+        }
+    }
+
+    /// Runs this producer again after each terminal event for which the run's decision (made
+    /// fresh by `makeDecision` for every start) says so; other events are forwarded.
+    ///
+    /// A run that ends synchronously asks for its successor from inside its own start: the
+    /// trampoline starts the successor after that start returns, so any number of synchronous
+    /// runs take constant stack.
+    func _restarting(
+        _ makeDecision: @escaping () -> (Signal<Value, Error>.Event) -> Bool
+    ) -> SignalProducer<Value, Error> {
+        SignalProducer(.run) { downstream, lifetime in
+            let restartsAfter = makeDecision()  // Runs are sequential: confined to the current one.
+            let current = SerialDisposable()
+            lifetime += current
+            let loop = _RestartLoop()
+            func attempt() {
+                guard !lifetime.hasEnded else { return downstream.sendInterrupted() }
+                current.inner = self.start(
+                    Signal.Observer { event in
+                        if event.isTerminating && !lifetime.hasEnded && restartsAfter(event) {
+                            _Trampoline.run(owner: loop, attempt)
+                        } else {
+                            downstream.send(event)
+                        }
+                    })
+            }
+            _Trampoline.run(owner: loop, attempt)
+        }
     }
 }
+
+/// The identity of one run of `_restarting`, for its trampoline.
+final class _RestartLoop {}
 
 extension SignalProducer where Error == Never {
     /// Runs `replacement`, which can fail, after this producer completes.

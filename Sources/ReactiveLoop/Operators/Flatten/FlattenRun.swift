@@ -141,9 +141,15 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     /// Starts an inner run outside delivery ownership. If its slot was disposed in the
     /// meantime (replaced by `latest`, lost a race, the whole run ended), the inner run is
     /// disposed as soon as it is put in the slot.
+    ///
+    /// An inner run that completes synchronously admits the next one from inside its own
+    /// start; the trampoline starts that one after this start returns, so any number of
+    /// synchronous inner runs take constant stack.
     private func run(_ start: Start) {
-        let id = start.id
-        start.slot.inner = start.inner.start { [self] event in self.inner(id, event) }
+        _Trampoline.run(owner: self) { [self] in
+            let id = start.id
+            start.slot.inner = start.inner.start { [self] event in self.inner(id, event) }
+        }
     }
 
     private func disposeAll() {
