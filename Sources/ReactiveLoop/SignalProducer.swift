@@ -293,7 +293,8 @@ extension SignalProducer {
         }
     }
 
-    /// Applies a binary signal operator to runs of this producer and another.
+    /// Applies a binary signal operator to runs of this producer and another; `other`'s run
+    /// starts first (ReactiveSwift's `liftRight`).
     public func lift<U, F, V, G>(
         _ transform: @escaping (Signal<Value, Error>) -> (Signal<U, F>) -> Signal<V, G>
     ) -> (SignalProducer<U, F>) -> SignalProducer<V, G> {
@@ -303,6 +304,24 @@ extension SignalProducer {
                     lifetime += interrupter
                     other.startWithSignal { otherSignal, otherInterrupter in
                         lifetime += otherInterrupter
+                        lifetime += transform(signal)(otherSignal).observe(observer)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies a binary signal operator to runs of this producer and another, starting this
+    /// producer's run first (`lift` starts `other` first).
+    func _liftLeft<U, F, V, G>(
+        _ transform: @escaping (Signal<Value, Error>) -> (Signal<U, F>) -> Signal<V, G>
+    ) -> (SignalProducer<U, F>) -> SignalProducer<V, G> {
+        { other in
+            SignalProducer<V, G> { observer, lifetime in
+                other.startWithSignal { otherSignal, otherInterrupter in
+                    lifetime += otherInterrupter
+                    self.startWithSignal { signal, interrupter in
+                        lifetime += interrupter
                         lifetime += transform(signal)(otherSignal).observe(observer)
                     }
                 }

@@ -239,4 +239,27 @@ struct UnserializedTests {
         input.send(value: [4, 5])
         #expect(viaSignal.values == [4, 5])
     }
+
+    /// Regression: the sampler's run started before the receiver's, so a sampler that fires at
+    /// once found no value to sample.
+    @Test func producerSampleStartsTheReceiverBeforeTheSampler() {
+        let order = Box<[String]>([])
+        let receiver = SignalProducer<Int, Never> { observer, _ in
+            order.modify { $0.append("receiver") }
+            observer.send(value: 1)
+        }
+        let sampler = SignalProducer<(), Never> { observer, _ in
+            order.modify { $0.append("sampler") }
+            observer.send(value: ())
+        }
+        let with = Recorder<Int, Never>()
+        receiver.sample(with: sampler).map { $0.0 }.start(with.observer)
+        #expect(order.value == ["receiver", "sampler"])
+        #expect(with.values == [1])
+        order.value = []
+        let on = Recorder<Int, Never>()
+        receiver.sample(on: sampler).start(on.observer)
+        #expect(order.value == ["receiver", "sampler"])
+        #expect(on.values == [1])
+    }
 }

@@ -35,7 +35,7 @@ struct TakeTests {
         #expect(sent.value == 3)
         let zero = Recorder<Int, Never>()
         SignalProducer<Int, Never>(1...3).take(first: 0).start(zero.observer)
-        #expect(zero.events == [.completed])
+        #expect(zero.events == [.interrupted])
     }
 
     @Test func aProducerStartedTwiceCountsEachRunSeparately() {
@@ -180,5 +180,15 @@ struct SkipTests {
         input.send(value: 2)
         #expect(early.values == [1, 2])
         #expect(late.values == [2])
+    }
+
+    /// Regression: `take(first: 0)` on a producer completed (and ReactiveSwift interrupts,
+    /// without starting the producer).
+    @Test func producerTakeFirstZeroInterruptsWithoutStarting() {
+        let started = Box(false)
+        let recorder = Recorder<Int, Never>()
+        SignalProducer<Int, Never> { _, _ in started.value = true }.take(first: 0).start(recorder.observer)
+        #expect(recorder.events == [.interrupted])
+        #expect(!started.value)
     }
 }

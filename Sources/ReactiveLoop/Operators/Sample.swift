@@ -119,7 +119,7 @@ extension SignalProducer {
     /// Sends the latest value of each run with each value of `sampler`; see
     /// `Signal.sample(with:)`.
     public func sample<U>(with sampler: SignalProducer<U, Never>) -> SignalProducer<(Value, U), Error> {
-        lift(Signal.sample(with:))(sampler)
+        _liftLeft(Signal.sample(with:))(sampler)
     }
 
     /// Sends the latest value with each value of `sampler`.
@@ -131,7 +131,7 @@ extension SignalProducer {
 
     /// Sends the latest value each time `sampler` fires.
     public func sample(on sampler: SignalProducer<(), Never>) -> SignalProducer<Value, Error> {
-        lift(Signal.sample(on:))(sampler)
+        _liftLeft(Signal.sample(on:))(sampler)
     }
 
     /// Sends the latest value each time `sampler` fires.

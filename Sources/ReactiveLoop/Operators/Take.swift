@@ -93,11 +93,13 @@ extension Signal {
 
 extension SignalProducer {
     /// Forwards the first `count` values of each run, then completes and ends the run.
+    /// `take(first: 0)` does not start this producer: its runs end with `interrupted` at once.
     ///
     /// - Precondition: `count >= 0`.
     public func take(first count: Int) -> SignalProducer<Value, Error> {
         _require(count >= 0, "take(first:): count must be >= 0, got \(count)")
-        guard count > 0 else { return .empty }
+        // As in ReactiveSwift: taking nothing interrupts at once, without starting this producer.
+        guard count > 0 else { return ._synchronous { observer, _ in observer.sendInterrupted() } }
         return _lift(_Take.first(count))
     }
 
