@@ -101,7 +101,7 @@ extension Signal {
     ///     is sent when its interval ends, then the completion; if `true` (the default), it is
     ///     dropped and the completion is delivered at once. Failure and interruption are
     ///     delivered at once and drop it.
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and `>= 0`.
     @inlinable
     public func debounce(
         _ interval: TimeInterval, on scheduler: any DateScheduler, discardWhenCompleted: Bool = true
@@ -115,7 +115,7 @@ extension SignalProducer {
     /// Sends a value once `interval` seconds have passed without a newer value; see
     /// `Signal.debounce(_:on:discardWhenCompleted:)`.
     ///
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and `>= 0`.
     @inlinable
     public func debounce(
         _ interval: TimeInterval, on scheduler: any DateScheduler, discardWhenCompleted: Bool = true

@@ -82,7 +82,7 @@ extension Signal {
     /// `scheduler` in their order. A failure or interruption is not delayed: it is delivered on
     /// `scheduler` at once and drops what was still waiting.
     ///
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and `>= 0`.
     @inlinable
     public func delay(_ interval: TimeInterval, on scheduler: any DateScheduler) -> Signal<Value, Error> {
         _checkInterval(interval, "delay(_:on:)")
@@ -93,7 +93,7 @@ extension Signal {
 extension SignalProducer {
     /// Delays each value and the completion of each run; see `Signal.delay(_:on:)`.
     ///
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and `>= 0`.
     @inlinable
     public func delay(_ interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
         _checkInterval(interval, "delay(_:on:)")

@@ -68,7 +68,7 @@ extension Signal {
     ///
     /// A terminal event is delivered on `scheduler` at once; a held value is dropped.
     ///
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and `>= 0`.
     @inlinable
     public func throttle(_ interval: TimeInterval, on scheduler: any DateScheduler) -> Signal<Value, Error> {
         _checkInterval(interval, "throttle(_:on:)")
@@ -119,7 +119,7 @@ extension Signal {
 extension SignalProducer {
     /// Sends at most one value per `interval` seconds; see `Signal.throttle(_:on:)`.
     ///
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and `>= 0`.
     @inlinable
     public func throttle(_ interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
         _checkInterval(interval, "throttle(_:on:)")

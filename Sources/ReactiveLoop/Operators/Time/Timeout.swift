@@ -18,7 +18,7 @@ extension Signal {
     /// Forwards events until `interval` seconds have passed, then fails with `error` on
     /// `scheduler` unless the signal terminated first.
     ///
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and `>= 0`.
     public func timeout(after interval: TimeInterval, raising error: Error, on scheduler: any DateScheduler) -> Signal<
         Value, Error
     > {
@@ -29,7 +29,7 @@ extension Signal {
 extension Signal where Error == Never {
     /// Forwards events until `interval` seconds have passed, then fails with `error`.
     ///
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and `>= 0`.
     public func timeout<NewError: Swift.Error>(
         after interval: TimeInterval, raising error: NewError, on scheduler: any DateScheduler
     ) -> Signal<Value, NewError> {
@@ -41,7 +41,7 @@ extension SignalProducer {
     /// Forwards events of each run until `interval` seconds have passed, then fails with
     /// `error`; see `Signal.timeout(after:raising:on:)`.
     ///
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and `>= 0`.
     public func timeout(
         after interval: TimeInterval, raising error: Error, on scheduler: any DateScheduler
     ) -> SignalProducer<Value, Error> {
@@ -52,7 +52,7 @@ extension SignalProducer {
 extension SignalProducer where Error == Never {
     /// Forwards events of each run until `interval` seconds have passed, then fails with `error`.
     ///
-    /// - Precondition: `interval >= 0`.
+    /// - Precondition: `interval` is finite and `>= 0`.
     public func timeout<NewError: Swift.Error>(
         after interval: TimeInterval, raising error: NewError, on scheduler: any DateScheduler
     ) -> SignalProducer<Value, NewError> {

@@ -4,21 +4,26 @@ extension SignalProducer where Value == Date, Error == Never {
     /// Sends the scheduler's date every `interval`, starting one interval after the start,
     /// until disposed. The leeway is 10% of the interval.
     ///
-    /// - Precondition: `interval` is positive.
+    /// - Precondition: `interval` is positive and finite (not `.never`).
     public static func timer(interval: DispatchTimeInterval, on scheduler: any DateScheduler) -> SignalProducer<
         Value, Error
     > {
-        timer(interval: interval, on: scheduler, leeway: .nanoseconds(interval.nanoseconds / 10))
+        _checkTimerInterval(interval, "timer(interval:on:)")
+        return timer(interval: interval, on: scheduler, leeway: .nanoseconds(interval.nanoseconds / 10))
     }
 
     /// Sends the scheduler's date every `interval`, starting one interval after the start,
     /// until disposed; each tick may come up to `leeway` late.
     ///
-    /// - Precondition: `interval` is positive.
+    /// - Precondition: `interval` is positive and finite (not `.never`); `leeway` is finite and
+    ///   not negative.
     public static func timer(
         interval: DispatchTimeInterval, on scheduler: any DateScheduler, leeway: DispatchTimeInterval
     ) -> SignalProducer<Value, Error> {
-        _require(interval.nanoseconds > 0, "timer(interval:on:leeway:): interval must be positive, got \(interval)")
+        _checkTimerInterval(interval, "timer(interval:on:leeway:)")
+        _require(
+            leeway.duration.map { $0 >= .zero } ?? false,
+            "timer(interval:on:leeway:): leeway must be finite and >= 0, got \(leeway)")
         return SignalProducer { observer, lifetime in
             lifetime += scheduler.schedule(after: interval, interval: interval, leeway: leeway) {
                 observer.send(value: scheduler.currentDate)
@@ -31,11 +36,11 @@ extension SignalProducer where Error == Never {
     /// Sends the elements of `values`, one every `interval` (the first after one interval),
     /// then completes.
     ///
-    /// - Precondition: `interval` is positive.
+    /// - Precondition: `interval` is positive and finite (not `.never`).
     public static func interval<S: Sequence>(
         _ values: S, interval: DispatchTimeInterval, on scheduler: any DateScheduler
     ) -> SignalProducer<S.Element, Error> where Value == S.Element {
-        _require(interval.nanoseconds > 0, "interval(_:interval:on:): interval must be positive, got \(interval)")
+        _checkTimerInterval(interval, "interval(_:interval:on:)")
         return SignalProducer<S.Element, Error> { observer, lifetime in
             var iterator = values.makeIterator()  // Used on the scheduler's thread only.
             let ticks = SerialDisposable()
@@ -55,11 +60,17 @@ extension SignalProducer where Error == Never {
 extension SignalProducer where Value == Int, Error == Never {
     /// Sends 0, 1, 2, … one every `interval` (the first after one interval), until disposed.
     ///
-    /// - Precondition: `interval` is positive.
+    /// - Precondition: `interval` is positive and finite (not `.never`).
     public static func interval(_ interval: DispatchTimeInterval, on scheduler: any DateScheduler) -> SignalProducer<
         Value, Error
     > {
-        _require(interval.nanoseconds > 0, "interval(_:on:): interval must be positive, got \(interval)")
+        _checkTimerInterval(interval, "interval(_:on:)")
         return .interval(0..., interval: interval, on: scheduler)
     }
+}
+
+/// Checks a timer's period: positive and finite (`.never` is not a period).
+func _checkTimerInterval(_ interval: DispatchTimeInterval, _ api: String) {
+    _require(
+        interval.duration.map { $0 > .zero } ?? false, "\(api): interval must be positive and finite, got \(interval)")
 }
