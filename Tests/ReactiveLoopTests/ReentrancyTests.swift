@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable @_spi(Testing) import ReactiveLoop
 
@@ -170,5 +171,45 @@ struct ReentrancyTests {
             #expect(weakTarget == nil)
         }
         #expect(finished)
+    }
+}
+
+/// A value type that names the signal of the contention test in reports.
+struct ContentionMarker: Sendable { let value: Int }
+
+@Suite("Contention report")
+struct ContentionReportTests {
+    /// A value sent from thread B into a signal whose delivery on thread A waits for B
+    /// deadlocks (as in ReactiveSwift). Debug builds say so once the send has waited: the test
+    /// breaks the deadlock with a timeout and reads the report.
+    @Test func aSendWaitingForADeliveryThatWaitsForItIsReportedOnce() {
+        #if DEBUG
+            let reports = Box<[String]>([])
+            let savedSeconds = _ContentionReport.seconds
+            let savedReport = _ContentionReport.report
+            _ContentionReport.seconds = 0.2
+            _ContentionReport.report = { message in reports.modify { $0.append(message) } }
+            defer {
+                _ContentionReport.seconds = savedSeconds
+                _ContentionReport.report = savedReport
+            }
+            let (signal, input) = Signal<ContentionMarker, Never>.pipe()
+            let sent = DispatchSemaphore(value: 0)
+            signal.observeValues { marker in
+                guard marker.value == 1 else { return }
+                Thread.detachNewThread {
+                    input.send(value: ContentionMarker(value: 2))
+                    sent.signal()
+                }
+                // Waits for B, whose send waits for this delivery; the timeout breaks the cycle.
+                _ = sent.wait(timeout: .now() + 1.5)
+            }
+            input.send(value: ContentionMarker(value: 1))
+            sent.wait()
+            let ours = reports.value.filter { $0.contains("ContentionMarker") }
+            #expect(ours.count == 1)
+            #expect(ours.first?.contains("has waited 0.2 s for a delivery of Signal<ContentionMarker, Never>") == true)
+            #expect(ours.first?.contains("A send that waits for its own delivery deadlocks") == true)
+        #endif
     }
 }

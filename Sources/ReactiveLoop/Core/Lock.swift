@@ -69,6 +69,21 @@ final class _Lock: @unchecked Sendable {  // Safe: every access goes through the
         assert(result == 0, "_Lock.wait: pthread_cond_wait failed with \(result)")
     }
 
+    /// Like `wait()`, but gives up after `seconds`; returns `false` if it timed out.
+    /// - Precondition: the lock was created `withCondition`.
+    @usableFromInline
+    func wait(seconds: Double) -> Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let whole = Int(seconds)
+        var nanoseconds = Int(now.tv_nsec) + Int((seconds - Double(whole)) * 1e9)
+        var deadline = now
+        deadline.tv_sec += whole + nanoseconds / 1_000_000_000
+        nanoseconds %= 1_000_000_000
+        deadline.tv_nsec = nanoseconds
+        return pthread_cond_timedwait(condition.unsafelyUnwrapped, mutex, &deadline) != ETIMEDOUT
+    }
+
     /// Wakes every thread in `wait()`. - Precondition: the lock was created `withCondition`.
     @inlinable
     func broadcast() {

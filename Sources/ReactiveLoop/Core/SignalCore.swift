@@ -1,5 +1,13 @@
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The delivery algorithm behind a signal. Both pass the same tests; `lockFree` is the product,
 /// `locked` is the reference it is measured and differentially tested against.
 @_spi(Testing)
@@ -149,6 +157,8 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline var isReferenced = true
     // Protected by stateLock. Disposed after the terminal event was delivered.
     @usableFromInline var resources: (any Disposable)?
+    // Protected by stateLock. Debug builds report a long wait once per signal.
+    @usableFromInline var didReportLongWait = false
 
     /// A core of the kind selected by `_SignalCoreKind.current` (lock-free unless a test or
     /// benchmark selected the reference core).
@@ -230,11 +240,32 @@ final class _SignalCore<Value, Error: Swift.Error> {
         state.bitwiseOr(Self.flagWaiters, ordering: .sequentiallyConsistent)
         // The owner's release sees the flag, so it broadcasts after we wait: no lost wakeup.
         while !tryAcquireWithFlags(me) {
-            stateLock.wait()
+            #if DEBUG
+                if !stateLock.wait(seconds: _ContentionReport.seconds) { reportLongWaitLocked(me) }
+            #else
+                stateLock.wait()
+            #endif
         }
         waiterCount -= 1
         if waiterCount == 0 { state.bitwiseAnd(~Self.flagWaiters, ordering: .sequentiallyConsistent) }
         stateLock.unlock()
+    }
+
+    /// Debug builds: a send has waited `_ContentionReport.seconds` for another thread's
+    /// delivery. Says once per signal what it waits on: if that delivery waits for this thread,
+    /// the two are deadlocked (see "A send that waits for its own delivery" in APIContracts.md).
+    /// Requires stateLock.
+    @usableFromInline
+    func reportLongWaitLocked(_ me: UInt) {
+        guard !didReportLongWait else { return }
+        didReportLongWait = true
+        let owner = (state.load(ordering: .relaxed) & ~Self.flags) >> 5
+        let hex = { (id: UInt) in "0x" + String(id, radix: 16) }
+        _ContentionReport.report(
+            "ReactiveLoop: a send on thread \(hex(me)) has waited \(_ContentionReport.seconds) s for a delivery of "
+                + "Signal<\(Value.self), \(Error.self)> running on thread \(hex(owner)). If that delivery waits for "
+                + "this thread, they are deadlocked: see \"A send that waits for its own delivery deadlocks\" in "
+                + "docs/APIContracts.md.")
     }
 
     /// Gives ownership back after draining the reentrant queue and anything flagged. The fast
@@ -578,3 +609,28 @@ final class _SignalCore<Value, Error: Swift.Error> {
 }
 
 extension _SignalCore: @unchecked Sendable {}  // See the type's documentation for what guards each field.
+
+/// Debug builds: how long a contended send waits before it reports what it waits on, and where
+/// the report goes (standard error; tests capture it).
+@usableFromInline
+enum _ContentionReport {
+    private static let lock = _Lock()
+    nonisolated(unsafe) private static var _seconds: Double = 5
+    nonisolated(unsafe) private static var _report: @Sendable (String) -> Void = { message in
+        let line = message + "\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+
+    /// Seconds a send waits before reporting (5 unless a test changes it).
+    @usableFromInline
+    static var seconds: Double {
+        get { lock.withLock { _seconds } }
+        set { lock.withLock { _seconds = newValue } }
+    }
+
+    /// Receives the report (standard error unless a test changes it).
+    static var report: @Sendable (String) -> Void {
+        get { lock.withLock { _report } }
+        set { lock.withLock { _report = newValue } }
+    }
+}
