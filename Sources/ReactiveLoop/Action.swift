@@ -92,6 +92,22 @@ public final class Action<Input, Output, Error: Swift.Error> {
         self.init(state: isEnabled, enabledIf: { $0 }, execute: { _, input in execute(input) })
     }
 
+    /// Creates an action that is enabled while `state` holds a value (and it is not executing);
+    /// the work gets the unwrapped value.
+    public convenience init<P: PropertyProtocol, T>(
+        unwrapping state: P, execute: @escaping (T, Input) -> SignalProducer<Output, Error>
+    ) where P.Value == T? {
+        self.init(state: state, enabledIf: { $0 != nil }) { value, input in execute(value!, input) }
+    }
+
+    /// Creates an action that is enabled while `state` holds a valid (or coerced) value; the
+    /// work gets that value.
+    public convenience init<T, E>(
+        validated state: ValidatingProperty<T, E>, execute: @escaping (T, Input) -> SignalProducer<Output, Error>
+    ) {
+        self.init(unwrapping: state.result.map { $0.value }, execute: execute)
+    }
+
     /// Creates an action that is enabled whenever it is not executing.
     public convenience init(execute: @escaping (Input) -> SignalProducer<Output, Error>) {
         self.init(enabledIf: Property(value: true), execute: execute)
@@ -151,6 +167,22 @@ extension Action where Input == Void {
     public convenience init<P: PropertyProtocol, T>(state: P, execute: @escaping (T) -> SignalProducer<Output, Error>)
     where T == P.Value {
         self.init(state: state) { value, _ in execute(value) }
+    }
+
+    /// Creates an action that is enabled while `state` holds a value; see
+    /// `init(unwrapping:execute:)`.
+    public convenience init<P: PropertyProtocol, T>(
+        unwrapping state: P, execute: @escaping (T) -> SignalProducer<Output, Error>
+    ) where P.Value == T? {
+        self.init(unwrapping: state) { value, _ in execute(value) }
+    }
+
+    /// Creates an action that is enabled while `state` holds a valid value; see
+    /// `init(validated:execute:)`.
+    public convenience init<T, E>(
+        validated state: ValidatingProperty<T, E>, execute: @escaping (T) -> SignalProducer<Output, Error>
+    ) {
+        self.init(validated: state) { value, _ in execute(value) }
     }
 }
 

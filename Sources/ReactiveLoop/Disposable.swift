@@ -13,7 +13,7 @@ public protocol Disposable: AnyObject {
 
 /// A disposable that runs a closure once, on the first `dispose()`.
 public final class AnyDisposable: Disposable {
-    private let state = Atomic<Bool>(false)
+    private let state = Synchronization.Atomic<Bool>(false)
     // Written in init, read and cleared only by the one caller that wins `state`.
     private var action: (() -> Void)?
 

@@ -19,7 +19,7 @@ public enum _SignalCoreKind: UInt8, Sendable {
     /// event to read the observers.
     case locked = 1
 
-    private static let storage = Atomic<UInt8>(0)
+    private static let storage = Synchronization.Atomic<UInt8>(0)
 
     /// The kind given to signals created from now on (tests and benchmarks switch it).
     public static var current: _SignalCoreKind {
@@ -68,7 +68,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
         @usableFromInline let valueAction: (Value) -> Void
         @usableFromInline let hasValueShortcut: Bool
         @usableFromInline let observer: Observer
-        @usableFromInline let isDisposed = Atomic<Bool>(false)
+        @usableFromInline let isDisposed = Synchronization.Atomic<Bool>(false)
 
         @usableFromInline
         init(_ observer: Observer) {
@@ -97,7 +97,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline static var flagsBeforeDelivery: UInt { flagRegistrations | flagTerminal | flagReference }
 
     /// The owner of delivery (`ownerBits(threadID)`, or 0) and the flags.
-    @usableFromInline let state = Atomic<UInt>(0)
+    @usableFromInline let state = Synchronization.Atomic<UInt>(0)
     @usableFromInline let usesLocks: Bool
     /// Held for the whole delivery in the `locked` kind only.
     @usableFromInline let sendLock: _Lock?

@@ -14,7 +14,7 @@ final class _ReplayState<Value, Error: Swift.Error>: @unchecked Sendable {  // S
     var buffer: [Value] = []
     // Confined to the owner of core's delivery.
     var terminal: Signal<Value, Error>.Event?
-    let started = Atomic<Bool>(false)
+    let started = Synchronization.Atomic<Bool>(false)
 
     init(capacity: Int) {
         self.capacity = capacity

@@ -142,7 +142,7 @@ final class _TimedAction: Disposable, @unchecked Sendable {  // Vars: protected 
     var action: (() -> Void)?
     // Protected by the owner's lock. -1 when not in the heap.
     var heapIndex = -1
-    private let disposed = Atomic<Bool>(false)
+    private let disposed = Synchronization.Atomic<Bool>(false)
     private weak var owner: _DeadlineQueue?
 
     init(deadline: UInt64, action: @escaping () -> Void, owner: _DeadlineQueue) {

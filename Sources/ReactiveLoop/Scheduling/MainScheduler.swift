@@ -17,7 +17,7 @@ import Synchronization
 public final class MainScheduler: Scheduler {
     // Actions queued on the main queue by any main scheduler and not yet run. Shared by all
     // instances, as they share the main queue.
-    private static let queued = Atomic<Int>(0)
+    private static let queued = Synchronization.Atomic<Int>(0)
 
     /// Marks the main queue, so that code can ask whether it runs on it. On Linux a program
     /// that calls `dispatchMain()` (as the test runner and `async` mains do) drains the main

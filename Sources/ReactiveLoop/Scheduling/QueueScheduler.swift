@@ -76,7 +76,11 @@ public final class QueueScheduler: DateScheduler {
         _require(!date.timeIntervalSinceReferenceDate.isNaN, "QueueScheduler.schedule(after:action:): date is NaN")
         guard date.timeIntervalSinceReferenceDate < .infinity else { return AnyDisposable() }
         let now = DispatchTime.now()
-        let deadline = deadline(for: date, now: now)
+        let (offset, wall) = wallMinusMonotonic(after: now)
+        // "Not in the future" is judged on the wall clock the date comes from, not through the
+        // offset, which may lag the wall clock by up to `jumpThreshold`.
+        guard date.timeIntervalSinceReferenceDate > wall else { return schedule(action) }
+        let deadline = deadline(for: date, now: now, offset: offset)
         guard deadline > now else { return schedule(action) }
         return timers.schedule(at: deadline, action)
     }
@@ -118,8 +122,8 @@ public final class QueueScheduler: DateScheduler {
 
     /// The monotonic deadline for a wall-clock `date`, fixed now (`now` was read just before):
     /// `now` itself if `date` is not in the future.
-    private func deadline(for date: Date, now: DispatchTime) -> DispatchTime {
-        let offset = wallMinusMonotonic(after: now)
+    private func deadline(for date: Date, now: DispatchTime, offset: Double? = nil) -> DispatchTime {
+        let offset = offset ?? wallMinusMonotonic(after: now).offset
         let target = (date.timeIntervalSinceReferenceDate - offset) * 1e9
         guard target > Double(now.uptimeNanoseconds) else { return now }
         return target >= Double(UInt64.max) ? .distantFuture : DispatchTime(uptimeNanoseconds: UInt64(target))
@@ -130,12 +134,12 @@ public final class QueueScheduler: DateScheduler {
     /// that interval (widened by `jumpThreshold`) is a wall-clock jump. A thread preempted
     /// between its reads widens the interval instead of looking like a jump, so equal dates
     /// keep mapping to equal deadlines.
-    private func wallMinusMonotonic(after before: DispatchTime) -> Double {
+    private func wallMinusMonotonic(after before: DispatchTime) -> (offset: Double, wall: Double) {
         let wall = wallClock().timeIntervalSinceReferenceDate
         let after = DispatchTime.now()
         let lowest = wall - Double(after.uptimeNanoseconds) / 1e9
         let highest = wall - Double(before.uptimeNanoseconds) / 1e9
-        return lock.withLock {
+        let offset: Double = lock.withLock {
             if let known = wallMinusMonotonic,
                 known >= lowest - Self.jumpThreshold && known <= highest + Self.jumpThreshold
             {
@@ -145,6 +149,7 @@ public final class QueueScheduler: DateScheduler {
             wallMinusMonotonic = observed
             return observed
         }
+        return (offset, wall)
     }
 }
 
