@@ -124,3 +124,11 @@ extension PropertyProtocol where Value == Bool {
         any(properties)
     }
 }
+
+extension PropertyProtocol {
+    /// A property that takes a value from this one only if it satisfies `predicate`; starts
+    /// with `initial` if the current value does not.
+    public func filter(initial: Value, _ predicate: @escaping (Value) -> Bool) -> Property<Value> {
+        Property(_unsafeProducer: producer.filter(predicate).prefix(value: initial))
+    }
+}

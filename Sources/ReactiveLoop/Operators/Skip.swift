@@ -1,4 +1,4 @@
-// skip(first:), skipRepeats.
+// skip(first:), skip(while:), skipRepeats.
 
 @usableFromInline
 enum _Skip {
@@ -76,5 +76,38 @@ extension SignalProducer where Value: Equatable {
     /// Drops each value equal to the last forwarded value.
     public func skipRepeats() -> SignalProducer<Value, Error> {
         skipRepeats(==)
+    }
+}
+
+extension _Skip {
+    @inlinable
+    static func skipWhile<V, E>(_ shouldContinue: @escaping (V) -> Bool) -> (Signal<V, E>.Observer, Lifetime) ->
+        Signal<V, E>.Observer
+    {
+        { downstream, _ in
+            var skipping = true  // Confined to the serial delivery of one run.
+            return Signal<V, E>.Observer { event in
+                if skipping, case let .value(value) = event {
+                    guard !shouldContinue(value) else { return }
+                    skipping = false
+                }
+                downstream.send(event)
+            }
+        }
+    }
+}
+
+extension Signal {
+    /// Drops values while `shouldContinue` returns `true`; from the first value for which it
+    /// returns `false` (included), forwards everything.
+    public func skip(while shouldContinue: @escaping (Value) -> Bool) -> Signal<Value, Error> {
+        _lift(_Skip.skipWhile(shouldContinue))
+    }
+}
+
+extension SignalProducer {
+    /// Drops values while `shouldContinue` returns `true`; see `Signal.skip(while:)`.
+    public func skip(while shouldContinue: @escaping (Value) -> Bool) -> SignalProducer<Value, Error> {
+        _lift(_Skip.skipWhile(shouldContinue))
     }
 }

@@ -1,4 +1,4 @@
-// take(first:), take(last:), take(until:), take(during:).
+// take(first:), take(last:), take(while:), take(until:) with a trigger or a predicate, take(during:).
 
 @usableFromInline
 enum _Take {
@@ -138,5 +138,54 @@ extension SignalProducer {
             guard !runLifetime.hasEnded else { return }
             self._run(sink.input, runLifetime)
         }
+    }
+}
+
+extension _Take {
+    /// Forwards values while `shouldForward(value)` holds; `inclusive` decides whether the
+    /// value that ends it is forwarded before completing.
+    @inlinable
+    static func takeWhile<V, E>(
+        inclusive: Bool, _ shouldContinue: @escaping (V) -> Bool
+    ) -> (Signal<V, E>.Observer, Lifetime) -> Signal<V, E>.Observer {
+        { downstream, _ in
+            var done = false  // Confined to the serial delivery of one run.
+            return Signal<V, E>.Observer { event in
+                guard !done else { return }
+                if case let .value(value) = event, !shouldContinue(value) {
+                    done = true
+                    if inclusive { downstream.send(event) }
+                    return downstream.sendCompleted()
+                }
+                if event.isTerminating { done = true }
+                downstream.send(event)
+            }
+        }
+    }
+}
+
+extension Signal {
+    /// Forwards values while `shouldContinue` returns `true`; at the first `false` completes,
+    /// without that value.
+    public func take(while shouldContinue: @escaping (Value) -> Bool) -> Signal<Value, Error> {
+        _lift(_Take.takeWhile(inclusive: false, shouldContinue))
+    }
+
+    /// Forwards values until `shouldContinue` returns `false`; that value is forwarded, then
+    /// the signal completes.
+    public func take(until shouldContinue: @escaping (Value) -> Bool) -> Signal<Value, Error> {
+        _lift(_Take.takeWhile(inclusive: true, shouldContinue))
+    }
+}
+
+extension SignalProducer {
+    /// Forwards values while `shouldContinue` returns `true`; see `Signal.take(while:)`.
+    public func take(while shouldContinue: @escaping (Value) -> Bool) -> SignalProducer<Value, Error> {
+        _lift(_Take.takeWhile(inclusive: false, shouldContinue))
+    }
+
+    /// Forwards values until `shouldContinue` returns `false`, that value included.
+    public func take(until shouldContinue: @escaping (Value) -> Bool) -> SignalProducer<Value, Error> {
+        _lift(_Take.takeWhile(inclusive: true, shouldContinue))
     }
 }
