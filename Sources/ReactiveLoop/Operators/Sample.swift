@@ -1,4 +1,4 @@
-// sample(with:), sample(on:), withLatest(from:), take(untilReplacement:), skip(until:).
+// sample(with:), sample(on:), withLatest(from:).
 
 extension Signal {
     /// Sends the latest value of this signal with each value of `sampler`; nothing before this
@@ -82,37 +82,6 @@ extension Signal {
     ) -> Signal<(Value, Samplee.Value), Error> where Samplee.Error == Never {
         withLatest(from: samplee.producer)
     }
-
-    /// Forwards this signal's values, failure and interruption (not its completion) until
-    /// `replacement` sends any event; from then on forwards `replacement` only.
-    public func take(untilReplacement replacement: Signal<Value, Error>) -> Signal<Value, Error> {
-        Signal._serialized { sink, lifetime in
-            let selfDisposable = self.observe { event in
-                if case .completed = event { return }
-                sink.send(event)
-            }
-            lifetime += selfDisposable
-            lifetime += replacement.observe { event in
-                selfDisposable?.dispose()
-                sink.send(event)
-            }
-        }
-    }
-
-    /// Forwards nothing until `trigger` sends a value or completes; from then on forwards this
-    /// signal.
-    public func skip(until trigger: Signal<(), Never>) -> Signal<Value, Error> {
-        Signal { observer, lifetime in
-            let disposable = SerialDisposable()
-            lifetime += disposable
-            disposable.inner = trigger.observe { event in
-                switch event {
-                case .value, .completed: disposable.inner = self.observe(observer)
-                case .interrupted: break
-                }
-            }
-        }
-    }
 }
 
 extension SignalProducer {
@@ -150,29 +119,5 @@ extension SignalProducer {
         from samplee: Samplee
     ) -> SignalProducer<(Value, Samplee.Value), Error> where Samplee.Error == Never {
         withLatest(from: samplee.producer)
-    }
-
-    /// Forwards each run until `replacement` (started second) sends any event; see
-    /// `Signal.take(untilReplacement:)`.
-    public func take(untilReplacement replacement: SignalProducer<Value, Error>) -> SignalProducer<Value, Error> {
-        lift(Signal.take(untilReplacement:))(replacement)
-    }
-
-    /// Forwards each run until `replacement` sends any event.
-    public func take<Replacement: SignalProducerConvertible>(
-        untilReplacement replacement: Replacement
-    ) -> SignalProducer<Value, Error> where Replacement.Value == Value, Replacement.Error == Error {
-        take(untilReplacement: replacement.producer)
-    }
-
-    /// Forwards nothing until `trigger` sends a value or completes.
-    public func skip(until trigger: SignalProducer<(), Never>) -> SignalProducer<Value, Error> {
-        lift(Signal.skip(until:))(trigger)
-    }
-
-    /// Forwards nothing until `trigger` sends a value or completes.
-    public func skip<Trigger: SignalProducerConvertible>(until trigger: Trigger) -> SignalProducer<Value, Error>
-    where Trigger.Value == (), Trigger.Error == Never {
-        skip(until: trigger.producer)
     }
 }

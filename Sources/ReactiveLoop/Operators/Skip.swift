@@ -1,4 +1,4 @@
-// skip(first:), skip(while:), skipRepeats.
+// skip(first:), skip(while:), skip(until:), skipRepeats.
 
 @usableFromInline
 enum _Skip {
@@ -109,5 +109,34 @@ extension SignalProducer {
     /// Drops values while `shouldContinue` returns `true`; see `Signal.skip(while:)`.
     public func skip(while shouldContinue: @escaping (Value) -> Bool) -> SignalProducer<Value, Error> {
         _lift(_Skip.skipWhile(shouldContinue))
+    }
+}
+
+extension Signal {
+    /// Forwards nothing until `trigger` sends a value or completes; from then on forwards this
+    /// signal.
+    public func skip(until trigger: Signal<(), Never>) -> Signal<Value, Error> {
+        Signal { observer, lifetime in
+            let disposable = SerialDisposable()
+            lifetime += disposable
+            disposable.inner = trigger.observe { event in
+                switch event {
+                case .value, .completed: disposable.inner = self.observe(observer)
+                case .interrupted: break
+                }
+            }
+        }
+    }
+}
+
+extension SignalProducer {
+    public func skip(until trigger: SignalProducer<(), Never>) -> SignalProducer<Value, Error> {
+        lift(Signal.skip(until:))(trigger)
+    }
+
+    /// Forwards nothing until `trigger` sends a value or completes.
+    public func skip<Trigger: SignalProducerConvertible>(until trigger: Trigger) -> SignalProducer<Value, Error>
+    where Trigger.Value == (), Trigger.Error == Never {
+        skip(until: trigger.producer)
     }
 }

@@ -1,4 +1,5 @@
-// take(first:), take(last:), take(while:), take(until:) with a trigger or a predicate, take(during:).
+// take(first:), take(last:), take(while:), take(until:) with a trigger or a predicate, take(during:),
+// take(untilReplacement:).
 
 @usableFromInline
 enum _Take {
@@ -188,4 +189,39 @@ extension SignalProducer {
     public func take(until shouldContinue: @escaping (Value) -> Bool) -> SignalProducer<Value, Error> {
         _lift(_Take.takeWhile(inclusive: true, shouldContinue))
     }
+}
+
+extension Signal {
+    /// Forwards this signal's values, failure and interruption (not its completion) until
+    /// `replacement` sends any event; from then on forwards `replacement` only.
+    public func take(untilReplacement replacement: Signal<Value, Error>) -> Signal<Value, Error> {
+        Signal._serialized { sink, lifetime in
+            let selfDisposable = self.observe { event in
+                if case .completed = event { return }
+                sink.send(event)
+            }
+            lifetime += selfDisposable
+            lifetime += replacement.observe { event in
+                selfDisposable?.dispose()
+                sink.send(event)
+            }
+        }
+    }
+}
+
+extension SignalProducer {
+    /// Forwards each run until `replacement` (whose run starts first, as in ReactiveSwift)
+    /// sends any event; see
+    /// `Signal.take(untilReplacement:)`.
+    public func take(untilReplacement replacement: SignalProducer<Value, Error>) -> SignalProducer<Value, Error> {
+        lift(Signal.take(untilReplacement:))(replacement)
+    }
+
+    /// Forwards each run until `replacement` sends any event.
+    public func take<Replacement: SignalProducerConvertible>(
+        untilReplacement replacement: Replacement
+    ) -> SignalProducer<Value, Error> where Replacement.Value == Value, Replacement.Error == Error {
+        take(untilReplacement: replacement.producer)
+    }
+
 }
