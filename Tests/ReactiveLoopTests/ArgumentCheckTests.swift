@@ -69,3 +69,16 @@ struct ArgumentCheckTests {
         #expect(standardError(retry).contains("retry(upTo:): count must be >= 0, got -2"))
     }
 }
+
+/// Debug builds assert the invariants the delivery core's comments state.
+@Suite("Core invariants")
+struct CoreInvariantTests {
+    @Test func deliveringWithoutOwnershipStopsADebugBuild() async {
+        #if DEBUG
+            let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                _SignalCore<Int, Never>().deliver(.value(1))
+            }
+            #expect(standardError(result).contains("_SignalCore.deliver: the calling thread does not own delivery"))
+        #endif
+    }
+}

@@ -192,6 +192,13 @@ final class _SignalCore<Value, Error: Swift.Error> {
         state.load(ordering: .relaxed) & ~Self.flags == Self.ownerBits(me)
     }
 
+    /// Debug builds: stops unless the calling thread owns delivery, which the delivery state
+    /// (observers, queue, termination) is confined to.
+    @inlinable
+    func assertOwner(_ operation: StaticString) {
+        assert(isOwner(_currentThreadID()), "_SignalCore.\(operation): the calling thread does not own delivery")
+    }
+
     /// Takes ownership if nobody has it. The fast path is one compare-and-swap, inlined into
     /// the sender; anything else (a raised flag, the reference core) goes out of line.
     @inlinable @inline(__always)
@@ -402,6 +409,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     @inlinable
     func enqueue(_ event: Event) {
+        assertOwner("enqueue")
         delivery.pointee.queue.append(event)
         state.bitwiseOr(Self.flagQueued, ordering: .relaxed)
     }
@@ -414,11 +422,13 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     @inlinable
     func drainQueue() {
+        assertOwner("drainQueue")
         while delivery.pointee.queueHead < delivery.pointee.queue.count {
             let event = delivery.pointee.queue[delivery.pointee.queueHead]
             delivery.pointee.queueHead += 1
             deliver(event)
         }
+        assert(delivery.pointee.queueHead == delivery.pointee.queue.count, "_SignalCore.drainQueue: queue not drained")
         delivery.pointee.queue.removeAll(keepingCapacity: true)
         delivery.pointee.queueHead = 0
     }
@@ -427,6 +437,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     @inlinable @inline(__always)
     func deliver(_ event: Event) {
+        assertOwner("deliver")
         if _slowPath(state.load(ordering: .acquiring) & Self.flagsBeforeDelivery != 0) { prepareDelivery() }
         if _slowPath(delivery.pointee.isTerminated) { return }
         guard case let .value(value) = event else {
@@ -489,6 +500,7 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     @inlinable
     func apply(_ adds: [Subscription], _ removals: [Subscription]) {
+        assertOwner("apply")
         // Only touch `observers` when something changed: every change rebuilds `unretained`.
         guard !adds.isEmpty || !removals.isEmpty else { return }
         var observers = delivery.pointee.observers
