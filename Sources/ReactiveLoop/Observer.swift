@@ -127,4 +127,5 @@ extension Signal {
     }
 }
 
-extension Signal.Observer: @unchecked Sendable {}  // Immutable; thread safety is the action's (a signal core's) contract.
+// Immutable; thread safety is the action's (a signal core's) contract.
+extension Signal.Observer: @unchecked Sendable {}

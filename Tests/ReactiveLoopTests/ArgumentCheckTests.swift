@@ -21,7 +21,8 @@ struct ArgumentCheckTests {
             _ = SignalProducer<Date, Never>.timer(interval: .seconds(1), on: TestScheduler(), leeway: .seconds(-1))
         }
         #expect(
-            standardError(leeway).contains("timer(interval:on:leeway:): leeway must be finite and >= 0, got seconds(-1)"))
+            standardError(leeway).contains(
+                "timer(interval:on:leeway:): leeway must be finite and >= 0, got seconds(-1)"))
     }
 
     @Test func timeOperatorsRejectNaNAndInfiniteIntervals() async {

@@ -3,7 +3,8 @@ import Foundation
 /// debounce: a value is sent once `interval` has passed without a newer one. Per input: one
 /// clock read and a store; at most one timer is pending, re-armed only if values kept coming.
 @usableFromInline
-final class _DebounceState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @unchecked Sendable {  // Vars: see below.
+// Vars: see below.
+final class _DebounceState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @unchecked Sendable {
     @usableFromInline let discardWhenCompleted: Bool
     // Confined to the owner of the sink's delivery.
     @exclusivity(unchecked) @usableFromInline var pending: Value?

@@ -3,7 +3,8 @@ import Foundation
 /// delay: values and completion shifted by `interval`, in their order, through one FIFO queue
 /// and at most one pending timer (not one timer per value).
 @usableFromInline
-final class _DelayState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @unchecked Sendable {  // Vars: see below.
+// Vars: see below.
+final class _DelayState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @unchecked Sendable {
     // Confined to the owner of the sink's delivery.
     @exclusivity(unchecked) @usableFromInline var queue: [(deadline: Date, event: Signal<Value, Error>.Event)] = []
     // Confined to the owner of the sink's delivery.

@@ -4,7 +4,8 @@ import Foundation
 /// value: no clock read and no timer, except when a quiet stream wakes up (one immediate send)
 /// and once per interval while values keep coming (one timer).
 @usableFromInline
-final class _ThrottleState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @unchecked Sendable {  // Vars: see below.
+// Vars: see below.
+final class _ThrottleState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @unchecked Sendable {
     // Confined to the owner of the sink's delivery. A value waits for the window to end.
     @exclusivity(unchecked) @usableFromInline var pending: Value?
     // Confined to the owner of the sink's delivery. True from a send until `interval` later.
