@@ -298,33 +298,44 @@ extension SignalProducer {
     public func lift<U, F, V, G>(
         _ transform: @escaping (Signal<Value, Error>) -> (Signal<U, F>) -> Signal<V, G>
     ) -> (SignalProducer<U, F>) -> SignalProducer<V, G> {
-        { other in
-            SignalProducer<V, G> { observer, lifetime in
-                self.startWithSignal { signal, interrupter in
-                    lifetime += interrupter
-                    other.startWithSignal { otherSignal, otherInterrupter in
-                        lifetime += otherInterrupter
-                        lifetime += transform(signal)(otherSignal).observe(observer)
-                    }
-                }
-            }
-        }
+        _liftBinary(transform, startingSelfFirst: false)
     }
 
     /// Applies a binary signal operator to runs of this producer and another, starting this
-    /// producer's run first (`lift` starts `other` first).
+    /// producer's run first (ReactiveSwift's `liftLeft`).
     func _liftLeft<U, F, V, G>(
         _ transform: @escaping (Signal<Value, Error>) -> (Signal<U, F>) -> Signal<V, G>
     ) -> (SignalProducer<U, F>) -> SignalProducer<V, G> {
+        _liftBinary(transform, startingSelfFirst: true)
+    }
+
+    /// Both runs' signals are made, and observed through `transform`, before either run starts;
+    /// a run starts when its `startWithSignal` setup returns, so the outer one starts last.
+    private func _liftBinary<U, F, V, G>(
+        _ transform: @escaping (Signal<Value, Error>) -> (Signal<U, F>) -> Signal<V, G>, startingSelfFirst: Bool
+    ) -> (SignalProducer<U, F>) -> SignalProducer<V, G> {
         { other in
             SignalProducer<V, G> { observer, lifetime in
-                other.startWithSignal { otherSignal, otherInterrupter in
-                    lifetime += otherInterrupter
-                    self.startWithSignal { signal, interrupter in
-                        lifetime += interrupter
-                        lifetime += transform(signal)(otherSignal).observe(observer)
+                func withSignals(_ body: (Signal<Value, Error>, Signal<U, F>) -> Void) {
+                    if startingSelfFirst {
+                        other.startWithSignal { otherSignal, otherInterrupter in
+                            lifetime += otherInterrupter
+                            self.startWithSignal { signal, interrupter in
+                                lifetime += interrupter
+                                body(signal, otherSignal)
+                            }
+                        }
+                    } else {
+                        self.startWithSignal { signal, interrupter in
+                            lifetime += interrupter
+                            other.startWithSignal { otherSignal, otherInterrupter in
+                                lifetime += otherInterrupter
+                                body(signal, otherSignal)
+                            }
+                        }
                     }
                 }
+                withSignals { signal, otherSignal in lifetime += transform(signal)(otherSignal).observe(observer) }
             }
         }
     }

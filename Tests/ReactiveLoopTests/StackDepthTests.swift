@@ -4,16 +4,8 @@ import Testing
 
 /// Runs `body` on a thread with a 512 KiB stack (a typical secondary thread's is 512 KiB on
 /// Darwin and 8 MiB on Linux): recursion per run would overflow it long before 100,000 runs.
-/// Returns false if `body` did not finish within `seconds`.
 func runOnSmallStack(seconds: Double = 60, _ body: @escaping @Sendable () -> Void) -> Bool {
-    let done = DispatchSemaphore(value: 0)
-    let thread = Thread {
-        body()
-        done.signal()
-    }
-    thread.stackSize = 512 << 10
-    thread.start()
-    return done.wait(timeout: .now() + seconds) == .success
+    runWithWatchdog(seconds: seconds, stackSize: 512 << 10, body)
 }
 
 /// Runs that start runs take constant stack, however many finish synchronously.

@@ -19,15 +19,17 @@ final class Box<T>: @unchecked Sendable {
     }
 }
 
-/// Runs `body` on a new thread and fails the calling test if it does not finish within
-/// `seconds`: a deadlock becomes a failure instead of a hung test run.
-func runWithWatchdog(seconds: Double = 10, _ body: @escaping @Sendable () -> Void) -> Bool {
+/// Runs `body` on a new thread with a stack of `stackSize` bytes and returns whether it finished
+/// within `seconds`: a deadlock becomes a failure instead of a hung test run.
+func runWithWatchdog(
+    seconds: Double = 10, stackSize: Int = 8 << 20, _ body: @escaping @Sendable () -> Void
+) -> Bool {
     let done = DispatchSemaphore(value: 0)
     let thread = Thread {
         body()
         done.signal()
     }
-    thread.stackSize = 8 << 20
+    thread.stackSize = stackSize
     thread.start()
     return done.wait(timeout: .now() + seconds) == .success
 }

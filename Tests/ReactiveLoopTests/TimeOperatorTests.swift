@@ -328,6 +328,28 @@ extension TimeOperatorTests {
     }
 }
 
+/// A scheduler that counts what is scheduled on it.
+final class CountingScheduler: Scheduler, @unchecked Sendable {
+    let base = TestScheduler()
+    let count = Box(0)
+    func schedule(_ action: @escaping () -> Void) -> (any Disposable)? {
+        count.modify { $0 += 1 }
+        return base.schedule(action)
+    }
+}
+
+extension TimeOperatorTests {
+    /// A run that terminated on its own schedules nothing more when its lifetime ends.
+    @Test func observeOnSchedulesOneActionPerEventAndNothingAfterTheEnd() {
+        let scheduler = CountingScheduler()
+        let recorder = Recorder<Int, Never>()
+        SignalProducer<Int, Never>([1, 2]).observe(on: scheduler).start(recorder.observer)
+        scheduler.base.run()
+        #expect(recorder.events == [.value(1), .value(2), .completed])
+        #expect(scheduler.count.value == 3)
+    }
+}
+
 @Suite("Time operators on QueueScheduler")
 struct RealTimeOperatorTests {
     /// The same scenarios on a real queue, with generous bounds; no speed is measured.

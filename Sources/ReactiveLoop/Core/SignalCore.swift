@@ -601,6 +601,12 @@ final class _SignalCore<Value, Error: Swift.Error> {
         if shouldEnd { send(.interrupted) }
     }
 
+    /// Whether the terminal event has been delivered (from any thread).
+    @inlinable
+    var hasTerminated: Bool {
+        stateLock.withLock { delivery.pointee.isTerminated }
+    }
+
     /// Attaches resources that are disposed right after the terminal event is delivered.
     @inlinable
     func setResources(_ disposable: any Disposable) {

@@ -27,7 +27,9 @@ extension SignalProducer {
             let core = _SignalCore<U, F>()
             _ = core.observe(downstream)
             let input = make(_SerialSink(core: core), lifetime)
-            lifetime.observeEnded { input.sendInterrupted() }
+            // A run that terminated ends its lifetime too: nothing to interrupt then, and no
+            // action to schedule for it.
+            lifetime.observeEnded { if !core.hasTerminated { input.sendInterrupted() } }
             self._run(input, lifetime)
         }
     }
