@@ -185,10 +185,14 @@ struct ContentionReportTests {
     @Test func aSendWaitingForADeliveryThatWaitsForItIsReportedOnce() {
         #if DEBUG
             let reports = Box<[String]>([])
+            let reported = DispatchSemaphore(value: 0)
             let savedSeconds = _ContentionReport.seconds
             let savedReport = _ContentionReport.report
             _ContentionReport.seconds = 0.2
-            _ContentionReport.report = { message in reports.modify { $0.append(message) } }
+            _ContentionReport.report = { message in
+                reports.modify { $0.append(message) }
+                if message.contains("ContentionMarker") { reported.signal() }
+            }
             defer {
                 _ContentionReport.seconds = savedSeconds
                 _ContentionReport.report = savedReport
@@ -201,8 +205,9 @@ struct ContentionReportTests {
                     input.send(value: ContentionMarker(value: 2))
                     sent.signal()
                 }
-                // Waits for B, whose send waits for this delivery; the timeout breaks the cycle.
-                _ = sent.wait(timeout: .now() + 1.5)
+                // Waits for B, whose send waits for this delivery: the report breaks the cycle
+                // (or, if it never comes, the generous timeout does and the test fails).
+                _ = reported.wait(timeout: .now() + 30)
             }
             input.send(value: ContentionMarker(value: 1))
             sent.wait()
