@@ -174,6 +174,42 @@ struct ReentrancyTests {
     }
 }
 
+/// Observers registered from inside a delivery, behind reentrant events already queued.
+@Suite("Reentrant registration")
+struct ReentrantRegistrationTests {
+    /// Regression: an observer registered after a reentrant send received the queued event,
+    /// which was sent before it observed.
+    @Test func anObserverAddedAfterAReentrantSendSeesOnlyLaterEvents() {
+        let (signal, input) = Signal<Int, Never>.pipe()
+        let late = Recorder<Int, Never>()
+        let disposedLate = Recorder<Int, Never>()
+        signal.observeValues { value in
+            guard value == 1 else { return }
+            input.send(value: 2)
+            signal.observe(late.observer)
+            signal.observe(disposedLate.observer)?.dispose()
+        }
+        input.send(value: 1)
+        input.send(value: 3)
+        #expect(late.values == [3])
+        #expect(disposedLate.events.isEmpty)
+    }
+
+    @Test func anObserverAddedBehindAQueuedTerminalEventIsInterrupted() {
+        let (signal, input) = Signal<Int, Never>.pipe()
+        let late = Recorder<Int, Never>()
+        let all = Recorder<Int, Never>()
+        signal.observe(all.observer)
+        signal.observeValues { _ in
+            input.sendCompleted()
+            signal.observe(late.observer)
+        }
+        input.send(value: 1)
+        #expect(all.events == [.value(1), .completed])
+        #expect(late.events == [.interrupted])
+    }
+}
+
 /// A value type that names the signal of the contention test in reports.
 struct ContentionMarker: Sendable { let value: Int }
 

@@ -65,30 +65,14 @@ final class _PropertyStorage<Value> {
     /// value is read and the observer registered under delivery ownership.
     ///
     /// Started from inside a delivery of this property, after a reentrant change, the current
-    /// value already includes the changes still queued for delivery; the new observer skips
-    /// those queued deliveries, so it sees the newest value once, not twice.
+    /// value already includes the changes still queued for delivery; the core registers the
+    /// new observer behind them, so it sees the newest value once, not twice.
     var producer: SignalProducer<Value, Never> {
         SignalProducer { [self] observer, lifetime in
             let owned = core.beginExclusive()
             observer.send(value: value)
-            let queued = owned.owned ? 0 : core.queuedEventCount
-            lifetime += core.observe(
-                queued == 0 ? observer : Self.skipping(queued, observer), ifTerminated: .completed)
+            lifetime += core.observe(observer, ifTerminated: .completed)
             core.endExclusive(delivering: nil, owned: owned)
-        }
-    }
-
-    /// An observer that drops the first `count` values, then forwards everything.
-    private static func skipping(
-        _ count: Int, _ observer: Signal<Value, Never>.Observer
-    ) -> Signal<Value, Never>.Observer {
-        var remaining = count  // Confined to the core's delivery owner.
-        return Signal.Observer { event in
-            if case .value = event, remaining > 0 {
-                remaining -= 1
-                return
-            }
-            observer.send(event)
         }
     }
 }

@@ -103,6 +103,14 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @usableFromInline let sendLock: _Lock?
     @usableFromInline let stateLock = _Lock(withCondition: true)
 
+    /// What waits in the reentrant queue: an event, or an observer registered from inside a
+    /// delivery while events were queued, which must see only the events queued after it.
+    @usableFromInline
+    enum Queued {
+        case event(Event)
+        case registration(Subscription)
+    }
+
     /// What the owner of delivery works with on every event.
     @usableFromInline
     struct DeliveryState {
@@ -128,8 +136,9 @@ final class _SignalCore<Value, Error: Swift.Error> {
             }
             callouts = buffer
         }
-        // Confined to the owner of delivery. Reentrant events, oldest first from `queueHead`.
-        @usableFromInline var queue: ContiguousArray<Event> = []
+        // Confined to the owner of delivery. Reentrant events, and observers registered
+        // reentrantly behind them, oldest first from `queueHead`.
+        @usableFromInline var queue: ContiguousArray<Queued> = []
         // Confined to the owner of delivery.
         @usableFromInline var queueHead = 0
         // Written by the owner while holding stateLock; read by the owner, or under stateLock.
@@ -410,23 +419,27 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @inlinable
     func enqueue(_ event: Event) {
         assertOwner("enqueue")
-        delivery.pointee.queue.append(event)
+        delivery.pointee.queue.append(.event(event))
         state.bitwiseOr(Self.flagQueued, ordering: .relaxed)
-    }
-
-    /// How many reentrant events wait in the queue. Owner of delivery only.
-    @inlinable
-    var queuedEventCount: Int {
-        delivery.pointee.queue.count - delivery.pointee.queueHead
     }
 
     @inlinable
     func drainQueue() {
         assertOwner("drainQueue")
         while delivery.pointee.queueHead < delivery.pointee.queue.count {
-            let event = delivery.pointee.queue[delivery.pointee.queueHead]
+            let queued = delivery.pointee.queue[delivery.pointee.queueHead]
             delivery.pointee.queueHead += 1
-            deliver(event)
+            switch queued {
+            case let .event(event):
+                deliver(event)
+            case let .registration(subscription):
+                guard !subscription.isDisposed.load(ordering: .relaxed) else { continue }
+                if delivery.pointee.isTerminated {
+                    subscription.observer.action(.interrupted)
+                } else {
+                    apply([subscription], [])
+                }
+            }
         }
         assert(delivery.pointee.queueHead == delivery.pointee.queue.count, "_SignalCore.drainQueue: queue not drained")
         delivery.pointee.queue.removeAll(keepingCapacity: true)
@@ -533,8 +546,9 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     // MARK: Observers
 
-    /// Registers `observer`; it sees events sent after this call (if this call happens during
-    /// a delivery on the delivering thread, from the next event on).
+    /// Registers `observer`; it sees events sent after this call. Called from inside a delivery
+    /// on the delivering thread, it sees the events sent from then on, and none of those queued
+    /// before it (they were sent before this call).
     ///
     /// - Returns: A disposable that unregisters it, or `nil` if the signal had terminated, in
     ///   which case `observer` has just received `interrupted`.
@@ -548,12 +562,22 @@ final class _SignalCore<Value, Error: Swift.Error> {
     @inlinable
     func observe(_ observer: Observer, ifTerminated rejection: Event) -> (any Disposable)? {
         let subscription = Subscription(observer)
+        // From inside a delivery with events queued: take a place in the queue behind them.
+        // (The queue is read only once ownership is known.)
+        let behindQueued =
+            isOwner(_currentThreadID()) && delivery.pointee.queueHead < delivery.pointee.queue.count
         let accepted: Bool = stateLock.withLock {
             if delivery.pointee.isTerminated { return false }
-            pendingAdds.append(subscription)
             observerCount += 1
-            state.bitwiseOr(Self.flagRegistrations, ordering: .sequentiallyConsistent)
+            if !behindQueued {
+                pendingAdds.append(subscription)
+                state.bitwiseOr(Self.flagRegistrations, ordering: .sequentiallyConsistent)
+            }
             return true
+        }
+        if accepted && behindQueued {
+            delivery.pointee.queue.append(.registration(subscription))
+            return AnyDisposable { [weak self] in self?.remove(subscription) }
         }
         guard accepted else {
             observer.send(rejection)
