@@ -233,42 +233,6 @@ public final class TestScheduler: DateScheduler {
     }
 }
 
-extension DispatchTimeInterval {
-    /// The interval as an exact `Duration`, or `nil` for `.never`.
-    var duration: Duration? {
-        switch self {
-        case let .seconds(value): .seconds(value)
-        case let .milliseconds(value): .milliseconds(value)
-        case let .microseconds(value): .microseconds(value)
-        case let .nanoseconds(value): .nanoseconds(value)
-        case .never: nil
-        @unknown default: nil
-        }
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, correctly rounded for whole nanoseconds.
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-
-    /// `seconds` (finite) rounded to the nanosecond, the resolution of the schedulers' clocks.
-    static func rounded(seconds: Double) -> Duration {
-        let whole = seconds.rounded(.down)
-        return .seconds(Int64(whole)) + .nanoseconds(Int64(((seconds - whole) * 1e9).rounded()))
-    }
-}
-
-/// Checks the arguments of a repeating `schedule(after:interval:leeway:action:)`, the same way
-/// on every scheduler.
-func _checkRepeating(date: Date, interval: DispatchTimeInterval, leeway: DispatchTimeInterval, _ api: String) {
-    _require(!date.timeIntervalSinceReferenceDate.isNaN, "\(api): date is NaN")
-    _require(
-        interval.duration.map { $0 > .zero } ?? false, "\(api): interval must be positive and finite, got \(interval)")
-    _require(leeway.duration.map { $0 >= .zero } ?? false, "\(api): leeway must be finite and >= 0, got \(leeway)")
-}
-
 extension TestScheduler {
     /// Lets tasks that are ready run first (a task that just called `sleep(for:)` on this
     /// scheduler gets to schedule its wake-up before the clock moves).
