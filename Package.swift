@@ -5,6 +5,7 @@ let package = Package(
     name: "ReactiveLoop",
     products: [
         .library(name: "ReactiveLoop", targets: ["ReactiveLoop"]),
+        .library(name: "ReactiveLoopUV", targets: ["ReactiveLoopUV"]),
         .executable(name: "reactiveloop-example", targets: ["ReactiveLoopExample"]),
     ],
     targets: [
@@ -12,8 +13,12 @@ let package = Package(
             name: "ReactiveLoop",
             swiftSettings: [.enableExperimentalFeature("StrictConcurrency")]
         ),
+        // The system's libuv (Debian: libuv1-dev), found by pkg-config.
+        .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
+        .target(name: "ReactiveLoopUV", dependencies: ["ReactiveLoop", "CLibUV"]),
         .executableTarget(name: "ReactiveLoopExample", dependencies: ["ReactiveLoop"]),
         .testTarget(name: "ReactiveLoopTests", dependencies: ["ReactiveLoop"]),
+        .testTarget(name: "ReactiveLoopUVTests", dependencies: ["ReactiveLoop", "ReactiveLoopUV"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,9 +3,9 @@ import Foundation
 import Testing
 @testable @_spi(Testing) import ReactiveLoop
 
-/// A scheduler under test and how to let its time pass. Add a case here (and to
-/// `SchedulerConformanceTests`) for every new scheduler: the libuv loop scheduler joins with
-/// the runtime issue.
+/// A scheduler under test and how to let its time pass. Each test target that runs this suite
+/// (the file is shared with ReactiveLoopUVTests) says which schedulers it tests, in
+/// `SchedulerHarness.all` and `SchedulerHarness.dated` (see `SchedulerHarnesses.swift`).
 struct SchedulerHarness: CustomStringConvertible, Sendable {
     let description: String
     let make: @Sendable () -> any Scheduler
@@ -38,8 +38,6 @@ struct SchedulerHarness: CustomStringConvertible, Sendable {
             _ = drained.wait(timeout: .now() + 10)
         })
 
-    static let all: [SchedulerHarness] = [.immediate, .test, .queue, .main]
-    static let dated: [SchedulerHarness] = [.test, .queue]
 }
 
 /// The contract every scheduler must meet (see `Scheduler` and `DateScheduler`).
@@ -143,35 +141,5 @@ struct SchedulerConformanceTests {
         #expect(ticks.value >= 3)
         kept = nil
         _ = kept
-    }
-
-    @Test func aWallClockJumpNeitherFiresEarlyNorStallsQueueTimers() {
-        let offset = Box<TimeInterval>(0)
-        let scheduler = QueueScheduler(
-            queue: DispatchQueue(label: "jump"), name: "jump", wallClock: { Date().addingTimeInterval(offset.value) })
-        let forward = Box(false)
-        let backward = Box(false)
-        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.3)) { forward.value = true }
-        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.3)) { backward.value = true }
-        offset.value = 3_600  // The clock jumps an hour ahead: nothing may fire early.
-        Thread.sleep(forTimeInterval: 0.05)
-        scheduler.queue.sync {}
-        #expect(!forward.value)
-        offset.value = -3_600  // And an hour back: nothing may stall.
-        Thread.sleep(forTimeInterval: 0.6)
-        scheduler.queue.sync {}
-        #expect(forward.value)
-        #expect(backward.value)
-    }
-
-    @Test func aWallClockJumpOnTheTestSchedulerKeepsRemainingDelays() {
-        let scheduler = TestScheduler()
-        let ran = Box(false)
-        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(10)) { ran.value = true }
-        scheduler.rewind(by: .seconds(3_600))
-        scheduler.advance(by: 9)
-        #expect(!ran.value)
-        scheduler.advance(by: 1)
-        #expect(ran.value)
     }
 }

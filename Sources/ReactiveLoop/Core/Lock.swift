@@ -14,14 +14,14 @@
 /// under `--sanitize=thread` report false races. The uncontended cost is the same single
 /// atomic exchange. The mutex (and the condition variable, for locks that wait) share one
 /// heap allocation made at creation, so they never move.
-@usableFromInline
-final class _Lock: @unchecked Sendable {  // Safe: every access goes through the pthread mutex.
+///
+/// Public (with an underscore) only so that ReactiveLoopUV can share it; not part of the API.
+public final class _Lock: @unchecked Sendable {  // Safe: every access goes through the pthread mutex.
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     @usableFromInline let condition: UnsafeMutablePointer<pthread_cond_t>?
 
     /// Creates a lock; `withCondition` adds a condition variable for `wait()` and `broadcast()`.
-    @usableFromInline
-    init(withCondition: Bool = false) {
+    public init(withCondition: Bool = false) {
         let conditionOffset = MemoryLayout<pthread_mutex_t>.stride
         let size = conditionOffset + (withCondition ? MemoryLayout<pthread_cond_t>.stride : 0)
         let storage = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
@@ -45,18 +45,18 @@ final class _Lock: @unchecked Sendable {  // Safe: every access goes through the
     }
 
     @inlinable
-    func lock() {
+    public func lock() {
         let result = pthread_mutex_lock(mutex)
         assert(result == 0, "_Lock.lock: pthread_mutex_lock failed with \(result)")
     }
 
     @inlinable
-    func tryLock() -> Bool {
+    public func tryLock() -> Bool {
         pthread_mutex_trylock(mutex) == 0
     }
 
     @inlinable
-    func unlock() {
+    public func unlock() {
         let result = pthread_mutex_unlock(mutex)
         assert(result == 0, "_Lock.unlock: pthread_mutex_unlock failed with \(result)")
     }
@@ -64,15 +64,14 @@ final class _Lock: @unchecked Sendable {  // Safe: every access goes through the
     /// Blocks until `broadcast()`; the caller must hold the lock. Wakeups may be spurious.
     /// - Precondition: the lock was created `withCondition`.
     @inlinable
-    func wait() {
+    public func wait() {
         let result = pthread_cond_wait(condition.unsafelyUnwrapped, mutex)
         assert(result == 0, "_Lock.wait: pthread_cond_wait failed with \(result)")
     }
 
     /// Like `wait()`, but gives up after `seconds`; returns `false` if it timed out.
     /// - Precondition: the lock was created `withCondition`.
-    @usableFromInline
-    func wait(seconds: Double) -> Bool {
+    public func wait(seconds: Double) -> Bool {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let whole = Int(seconds)
@@ -86,12 +85,12 @@ final class _Lock: @unchecked Sendable {  // Safe: every access goes through the
 
     /// Wakes every thread in `wait()`. - Precondition: the lock was created `withCondition`.
     @inlinable
-    func broadcast() {
+    public func broadcast() {
         pthread_cond_broadcast(condition.unsafelyUnwrapped)
     }
 
     @inlinable
-    func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+    public func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
         lock()
         defer { unlock() }
         return try body()

@@ -14,24 +14,18 @@ public final class QueueScheduler: DateScheduler {
     /// The queue actions run on.
     public let queue: DispatchQueue
 
-    private let wallClock: @Sendable () -> Date
+    private let clock: _WallClockMapping
     private let timers: _DeadlineQueue
     private let lock = _Lock()
     // Protected by lock. Repeating timers, kept until disposed.
     private var repeating: [UInt64: any DispatchSourceTimer] = [:]
     // Protected by lock.
     private var nextTimerKey: UInt64 = 0
-    // Protected by lock. Wall-clock seconds minus monotonic seconds, as last observed. Equal
-    // dates must map to equal monotonic deadlines (FIFO for equal deadlines), so the mapping
-    // only changes when the wall clock jumps (by more than `jumpThreshold`).
-    private var wallMinusMonotonic: Double?
-    private static let jumpThreshold: Double = 0.001
-
     /// A scheduler on the main queue. See `MainScheduler` for when the main queue drains.
     public static let main = QueueScheduler(queue: .main, name: "org.reactiveloop.QueueScheduler.main")
 
     /// The current wall-clock date.
-    public var currentDate: Date { wallClock() }
+    public var currentDate: Date { clock.currentDate }
 
     /// Creates a scheduler on `queue`, which should be serial.
     public convenience init(queue: DispatchQueue, name: String = "org.reactiveloop.QueueScheduler") {
@@ -50,7 +44,7 @@ public final class QueueScheduler: DateScheduler {
     @_spi(Testing)
     public init(queue: DispatchQueue, name: String, wallClock: @escaping @Sendable () -> Date) {
         self.queue = queue
-        self.wallClock = wallClock
+        self.clock = _WallClockMapping(wallClock: wallClock)
         self.timers = _DeadlineQueue(queue: queue)
     }
 
@@ -73,16 +67,11 @@ public final class QueueScheduler: DateScheduler {
     /// - Precondition: `date` is not NaN.
     @discardableResult
     public func schedule(after date: Date, action: @escaping () -> Void) -> (any Disposable)? {
-        _require(!date.timeIntervalSinceReferenceDate.isNaN, "QueueScheduler.schedule(after:action:): date is NaN")
-        guard date.timeIntervalSinceReferenceDate < .infinity else { return AnyDisposable() }
-        let now = DispatchTime.now()
-        let (offset, wall) = wallMinusMonotonic(after: now)
-        // "Not in the future" is judged on the wall clock the date comes from, not through the
-        // offset, which may lag the wall clock by up to `jumpThreshold`.
-        guard date.timeIntervalSinceReferenceDate > wall else { return schedule(action) }
-        let deadline = deadline(for: date, now: now, offset: offset)
-        guard deadline > now else { return schedule(action) }
-        return timers.schedule(at: deadline, action)
+        switch clock.deadline(for: date, "QueueScheduler.schedule(after:action:)") {
+        case .now: return schedule(action)
+        case let .at(nanoseconds): return timers.schedule(at: DispatchTime(uptimeNanoseconds: nanoseconds), action)
+        case .never: return AnyDisposable()
+        }
     }
 
     /// Runs `action` at `date`, then every `interval`, with no leeway.
@@ -104,7 +93,12 @@ public final class QueueScheduler: DateScheduler {
         _checkRepeating(
             date: date, interval: interval, leeway: leeway, "QueueScheduler.schedule(after:interval:leeway:action:)")
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        let start = date.timeIntervalSinceReferenceDate < .infinity ? deadline(for: date, now: .now()) : .distantFuture
+        let start: DispatchTime =
+            switch clock.deadline(for: date, "QueueScheduler.schedule(after:interval:leeway:action:)") {
+            case .now: .now()
+            case let .at(nanoseconds): DispatchTime(uptimeNanoseconds: nanoseconds)
+            case .never: .distantFuture
+            }
         timer.schedule(deadline: start, repeating: interval, leeway: leeway)
         let action = _Unchecked(action)
         timer.setEventHandler { action.value() }
@@ -118,38 +112,6 @@ public final class QueueScheduler: DateScheduler {
             timer.cancel()
             self?.lock.withLock { _ = self?.repeating.removeValue(forKey: key) }
         }
-    }
-
-    /// The monotonic deadline for a wall-clock `date`, fixed now (`now` was read just before):
-    /// `now` itself if `date` is not in the future.
-    private func deadline(for date: Date, now: DispatchTime, offset: Double? = nil) -> DispatchTime {
-        let offset = offset ?? wallMinusMonotonic(after: now).offset
-        let target = (date.timeIntervalSinceReferenceDate - offset) * 1e9
-        guard target > Double(now.uptimeNanoseconds) else { return now }
-        return target >= Double(UInt64.max) ? .distantFuture : DispatchTime(uptimeNanoseconds: UInt64(target))
-    }
-
-    /// Wall-clock seconds minus monotonic seconds. The wall clock is read between two
-    /// monotonic reads, so the true offset lies in a known interval; only an offset outside
-    /// that interval (widened by `jumpThreshold`) is a wall-clock jump. A thread preempted
-    /// between its reads widens the interval instead of looking like a jump, so equal dates
-    /// keep mapping to equal deadlines.
-    private func wallMinusMonotonic(after before: DispatchTime) -> (offset: Double, wall: Double) {
-        let wall = wallClock().timeIntervalSinceReferenceDate
-        let after = DispatchTime.now()
-        let lowest = wall - Double(after.uptimeNanoseconds) / 1e9
-        let highest = wall - Double(before.uptimeNanoseconds) / 1e9
-        let offset: Double = lock.withLock {
-            if let known = wallMinusMonotonic,
-                known >= lowest - Self.jumpThreshold && known <= highest + Self.jumpThreshold
-            {
-                return known
-            }
-            let observed = (lowest + highest) / 2
-            wallMinusMonotonic = observed
-            return observed
-        }
-        return (offset, wall)
     }
 }
 

@@ -193,9 +193,17 @@ extension Duration {
 
 /// Checks the arguments of a repeating `schedule(after:interval:leeway:action:)`, the same way
 /// on every scheduler.
-func _checkRepeating(date: Date, interval: DispatchTimeInterval, leeway: DispatchTimeInterval, _ api: String) {
+@_spi(ReactiveLoopRuntime)
+public func _checkRepeating(date: Date, interval: DispatchTimeInterval, leeway: DispatchTimeInterval, _ api: String) {
     _require(!date.timeIntervalSinceReferenceDate.isNaN, "\(api): date is NaN")
     _require(
         interval.duration.map { $0 > .zero } ?? false, "\(api): interval must be positive and finite, got \(interval)")
     _require(leeway.duration.map { $0 >= .zero } ?? false, "\(api): leeway must be finite and >= 0, got \(leeway)")
+}
+
+extension DispatchTimeInterval {
+    /// The interval in whole nanoseconds (saturating; `.never` is `Int.max`), for the runtime
+    /// module's schedulers.
+    @_spi(ReactiveLoopRuntime)
+    public var _saturatingNanoseconds: Int { nanoseconds }
 }

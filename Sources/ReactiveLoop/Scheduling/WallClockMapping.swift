@@ -1,0 +1,67 @@
+import Dispatch
+import Foundation
+
+/// Turns wall-clock dates into deadlines on the monotonic clock (`CLOCK_MONOTONIC`, the clock of
+/// `DispatchTime` and of libuv's `uv_hrtime`), for the schedulers that run on real time.
+///
+/// One offset (wall-clock seconds minus monotonic seconds) maps every date, so equal dates give
+/// equal deadlines and keep their FIFO order. The offset changes only when the wall clock jumps:
+/// the wall clock is read between two monotonic reads, so the true offset lies in a known
+/// interval, and only an offset outside that interval (widened by a millisecond) is a jump. A
+/// thread preempted between its reads widens the interval instead of looking like a jump.
+@_spi(ReactiveLoopRuntime)
+public final class _WallClockMapping: @unchecked Sendable {  // `offset` is protected by `lock`.
+    /// Where a date falls.
+    public enum Deadline: Equatable, Sendable {
+        /// Not in the future by the wall clock: run it now.
+        case now
+        /// At this monotonic time, in nanoseconds.
+        case at(UInt64)
+        /// Infinitely far: never.
+        case never
+    }
+
+    private let wallClock: @Sendable () -> Date
+    private let lock = _Lock()
+    // Protected by lock.
+    private var offset: Double?
+    private static let jumpThreshold: Double = 0.001
+
+    /// A mapping that reads the wall clock with `wallClock` (tests inject jumps with it).
+    public init(wallClock: @escaping @Sendable () -> Date = { Date() }) {
+        self.wallClock = wallClock
+    }
+
+    /// The current wall-clock date.
+    public var currentDate: Date { wallClock() }
+
+    /// The monotonic time now, in nanoseconds.
+    public static var monotonicNow: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// The deadline of `date`, fixed now. "Not in the future" is judged on the wall clock the
+    /// date comes from, not through the offset, which may lag it by up to a millisecond.
+    ///
+    /// - Precondition: `date` is not NaN (`api` names the caller in the message).
+    public func deadline(for date: Date, _ api: @autoclosure () -> String) -> Deadline {
+        let seconds = date.timeIntervalSinceReferenceDate
+        _require(!seconds.isNaN, "\(api()): date is NaN")
+        guard seconds < .infinity else { return .never }
+        let before = Self.monotonicNow
+        let wall = wallClock().timeIntervalSinceReferenceDate
+        guard seconds > wall else { return .now }
+        let after = Self.monotonicNow
+        let lowest = wall - Double(after) / 1e9
+        let highest = wall - Double(before) / 1e9
+        let offset: Double = lock.withLock {
+            if let known = self.offset, known >= lowest - Self.jumpThreshold && known <= highest + Self.jumpThreshold {
+                return known
+            }
+            let observed = (lowest + highest) / 2
+            self.offset = observed
+            return observed
+        }
+        let target = (seconds - offset) * 1e9
+        guard target > Double(after) else { return .now }
+        return target >= Double(UInt64.max) ? .never : .at(UInt64(target))
+    }
+}

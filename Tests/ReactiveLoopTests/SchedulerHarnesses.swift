@@ -1,0 +1,44 @@
+import Dispatch
+import Foundation
+import Testing
+@testable @_spi(Testing) import ReactiveLoop
+
+/// The schedulers the shared conformance suite (`SchedulerConformance.swift`) runs on here.
+extension SchedulerHarness {
+    static let all: [SchedulerHarness] = [.immediate, .test, .queue, .main]
+    static let dated: [SchedulerHarness] = [.test, .queue]
+}
+
+/// Wall-clock jumps, per scheduler with real dates (the loop scheduler's is in its own tests).
+@Suite("Wall-clock jumps")
+struct WallClockJumpTests {
+    @Test func aWallClockJumpNeitherFiresEarlyNorStallsQueueTimers() {
+        let offset = Box<TimeInterval>(0)
+        let scheduler = QueueScheduler(
+            queue: DispatchQueue(label: "jump"), name: "jump", wallClock: { Date().addingTimeInterval(offset.value) })
+        let forward = Box(false)
+        let backward = Box(false)
+        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.3)) { forward.value = true }
+        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.3)) { backward.value = true }
+        offset.value = 3_600  // The clock jumps an hour ahead: nothing may fire early.
+        Thread.sleep(forTimeInterval: 0.05)
+        scheduler.queue.sync {}
+        #expect(!forward.value)
+        offset.value = -3_600  // And an hour back: nothing may stall.
+        Thread.sleep(forTimeInterval: 0.6)
+        scheduler.queue.sync {}
+        #expect(forward.value)
+        #expect(backward.value)
+    }
+
+    @Test func aWallClockJumpOnTheTestSchedulerKeepsRemainingDelays() {
+        let scheduler = TestScheduler()
+        let ran = Box(false)
+        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(10)) { ran.value = true }
+        scheduler.rewind(by: .seconds(3_600))
+        scheduler.advance(by: 9)
+        #expect(!ran.value)
+        scheduler.advance(by: 1)
+        #expect(ran.value)
+    }
+}

@@ -1,0 +1,200 @@
+import CLibUV
+import Dispatch
+import Foundation
+import ReactiveLoop
+import Testing
+@testable @_spi(Testing) import ReactiveLoopUV
+
+@Suite("EventLoop")
+struct EventLoopTests {
+    @Test func executeRunsOnTheLoopThreadAndStopClosesEverything() throws {
+        let loop = try EventLoop.startOnNewThread()
+        let onLoop = Box(false)
+        let done = DispatchSemaphore(value: 0)
+        #expect(!loop.inEventLoop)
+        #expect(
+            loop.execute {
+                onLoop.value = loop.inEventLoop && EventLoop.current === loop
+                done.signal()
+            })
+        done.wait()
+        #expect(onLoop.value)
+        loop.stop()
+        loop.waitUntilStopped()
+        #expect(loop.isStopped)
+        #expect(loop.closeStatus == 0)
+        #expect(!loop.execute {})
+    }
+
+    @Test func everyAcceptedClosureRunsBeforeTheLoopStops() throws {
+        let loop = try EventLoop.startOnNewThread()
+        let ran = Box(0)
+        let gate = DispatchSemaphore(value: 0)
+        loop.execute { gate.wait() }
+        var accepted = 0
+        for _ in 0..<1_000 where loop.execute({ ran.modify { $0 += 1 } }) { accepted += 1 }
+        loop.stop()
+        #expect(!loop.execute { ran.modify { $0 += 1_000_000 } })
+        gate.signal()
+        loop.waitUntilStopped()
+        #expect(ran.value == accepted)
+        #expect(accepted == 1_000)
+        #expect(loop.closeStatus == 0)
+    }
+
+    @Test func executeFromALoopCallbackRunsAfterTheCurrentCallback() throws {
+        let loop = try EventLoop.startOnNewThread()
+        defer { loop.stop() }
+        let order = Box<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        loop.execute {
+            loop.execute {
+                order.modify { $0.append("inner") }
+                done.signal()
+            }
+            order.modify { $0.append("outer") }
+        }
+        done.wait()
+        #expect(order.value == ["outer", "inner"])
+    }
+
+    /// 4 threads each execute 250,000 closures: each runs exactly once, on the loop thread, in
+    /// its thread's order (the wake-up is coalesced by libuv; nothing may be lost to that).
+    @Test func crossThreadExecuteLosesAndReordersNothing() throws {
+        let loop = try EventLoop.startOnNewThread()
+        defer { loop.stop() }
+        let threads = 4
+        let perThread = ProcessInfo.processInfo.environment["CI_SHORT"] == nil ? 250_000 : 50_000
+        let last = Box([Int](repeating: -1, count: threads))
+        let problems = Box(0)
+        let done = DispatchSemaphore(value: 0)
+        for thread in 0..<threads {
+            Thread.detachNewThread {
+                for index in 0..<perThread {
+                    loop.execute {
+                        // Confined to the loop thread: plain state, no lock needed for the check.
+                        if !loop.inEventLoop || last.value[thread] != index - 1 { problems.modify { $0 += 1 } }
+                        last.modify { $0[thread] = index }
+                        if index == perThread - 1 { done.signal() }
+                    }
+                }
+            }
+        }
+        for _ in 0..<threads { done.wait() }
+        #expect(problems.value == 0)
+        #expect(last.value == [Int](repeating: perThread - 1, count: threads))
+    }
+
+    @Test func stoppingALoopThatNeverRanStillClosesIt() throws {
+        weak var weakLoop: EventLoop?
+        do {
+            let loop = try EventLoop()
+            weakLoop = loop
+            loop.stop()
+        }
+        #expect(weakLoop == nil)
+    }
+
+    /// An outer poller drives the loop: poll(2) on the backend descriptor with the backend
+    /// timeout, then `runNoWait()`. A timer armed from a loop callback and a cross-thread
+    /// `execute` must both wake it.
+    @Test func anOuterPollLoopDrivesTheLoop() throws {
+        let loop = try EventLoop()
+        let scheduler = LoopScheduler(loop: loop)
+        let fired = Box(false)
+        let executed = Box(false)
+        loop.execute {
+            // Armed from inside a callback.
+            scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.03)) { fired.value = true }
+        }
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.01)
+            loop.execute { executed.value = true }
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while !(fired.value && executed.value) && Date() < deadline {
+            var descriptor = pollfd(fd: loop.backendFileDescriptor, events: Int16(POLLIN), revents: 0)
+            _ = poll(&descriptor, 1, loop.backendTimeout)
+            loop.runNoWait()
+        }
+        #expect(fired.value)
+        #expect(executed.value)
+        loop.stop()
+        while !loop.isStopped { loop.runNoWait() }
+        #expect(loop.closeStatus == 0)
+    }
+}
+
+@Suite("LoopScheduler")
+struct LoopSchedulerTests {
+    @Test func timedActionsRunOnTheLoopThreadAtOrAfterTheirDeadline() throws {
+        let loop = try EventLoop.startOnNewThread()
+        defer { loop.stop() }
+        let scheduler = LoopScheduler(loop: loop)
+        let lateness = Box<[Double]>([])
+        let done = DispatchSemaphore(value: 0)
+        for index in 0..<20 {
+            let deadline = scheduler.currentDate.addingTimeInterval(0.005 * Double(index % 5))
+            scheduler.schedule(after: deadline) {
+                #expect(loop.inEventLoop)
+                lateness.modify { $0.append(Date().timeIntervalSince(deadline)) }
+                if lateness.value.count == 20 { done.signal() }
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(lateness.value.allSatisfy { $0 >= -0.0001 })
+    }
+
+    @Test func scheduleAndCancelCyclesKeepTheHeapBounded() throws {
+        let loop = try EventLoop.startOnNewThread()
+        defer { loop.stop() }
+        let scheduler = LoopScheduler(loop: loop)
+        let far = scheduler.currentDate.addingTimeInterval(3_600)
+        let finished = DispatchSemaphore(value: 0)
+        loop.execute {
+            for _ in 0..<100_000 { scheduler.schedule(after: far, action: {})?.dispose() }
+            finished.signal()
+        }
+        finished.wait()
+        let sizes = Box((0, 0))
+        let measured = DispatchSemaphore(value: 0)
+        loop.execute {
+            sizes.value = scheduler.storageSizes
+            measured.signal()
+        }
+        measured.wait()
+        #expect(sizes.value.0 <= 200, "heap entries: \(sizes.value.0)")
+        #expect(sizes.value.1 <= 2, "slots: \(sizes.value.1)")
+    }
+
+    @Test func schedulingOntoAStoppedLoopReturnsNil() throws {
+        let loop = try EventLoop.startOnNewThread()
+        let scheduler = LoopScheduler(loop: loop)
+        let pending = Box(false)
+        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(60)) { pending.value = true }
+        loop.stop()
+        loop.waitUntilStopped()
+        #expect(loop.closeStatus == 0)
+        #expect(scheduler.schedule {} == nil)
+        #expect(scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.01)) {} == nil)
+        #expect(!pending.value)
+    }
+
+    @Test func aWallClockJumpNeitherFiresEarlyNorStallsLoopTimers() throws {
+        let loop = try EventLoop.startOnNewThread()
+        defer { loop.stop() }
+        let offset = Box<TimeInterval>(0)
+        let scheduler = LoopScheduler(loop: loop, wallClock: { Date().addingTimeInterval(offset.value) })
+        let fired = Box(false)
+        scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.3)) { fired.value = true }
+        offset.value = 3_600
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(!fired.value)
+        offset.value = -3_600
+        Thread.sleep(forTimeInterval: 0.6)
+        let drained = DispatchSemaphore(value: 0)
+        loop.execute { drained.signal() }
+        drained.wait()
+        #expect(fired.value)
+    }
+}

@@ -1,0 +1,1 @@
+../ReactiveLoopTests/SchedulerConformance.swift

@@ -1,0 +1,1 @@
+../ReactiveLoopTests/Support.swift
