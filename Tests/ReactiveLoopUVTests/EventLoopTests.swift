@@ -198,3 +198,69 @@ struct LoopSchedulerTests {
         #expect(fired.value)
     }
 }
+
+@Suite("EventLoopGroup")
+struct EventLoopGroupTests {
+    @Test func nextIsRoundRobinAnyPrefersTheCurrentLoopAndShutdownStopsAll() throws {
+        let group = try EventLoopGroup(threads: 3)
+        let first = (0..<3).map { _ in group.next() }
+        #expect(Set(first.map(ObjectIdentifier.init)).count == 3)
+        #expect(group.next() === first[0])
+        let onLoop = Box(false)
+        let done = DispatchSemaphore(value: 0)
+        first[1].execute {
+            onLoop.value = group.any() === first[1]
+            done.signal()
+        }
+        done.wait()
+        #expect(onLoop.value)
+        group.shutdownGracefully()
+        #expect(group.loops.allSatisfy { $0.isStopped && $0.closeStatus == 0 })
+    }
+}
+
+/// Every time operator on a real loop, with generous bounds (no speed is measured).
+@Suite("Time operators on LoopScheduler")
+struct LoopTimeOperatorTests {
+    /// Starts `producer` and waits (up to 10 s) for its terminal event.
+    func events<V, E>(_ producer: SignalProducer<V, E>) -> [Signal<V, E>.Event] {
+        let events = Box<[Signal<V, E>.Event]>([])
+        let done = DispatchSemaphore(value: 0)
+        producer.start { event in
+            events.modify { $0.append(event) }
+            if event.isTerminating { done.signal() }
+        }
+        _ = done.wait(timeout: .now() + 10)
+        return events.value
+    }
+
+    @Test func everyTimeOperatorRunsOnTheLoop() throws {
+        let loop = try EventLoop.startOnNewThread()
+        defer { loop.stop() }
+        let scheduler = LoopScheduler(loop: loop)
+        let values = SignalProducer<Int, Never>([1, 2, 3])
+
+        #expect(events(values.delay(0.02, on: scheduler)).map(\.value) == [1, 2, 3, nil])
+        #expect(events(values.observe(on: scheduler)).count == 4)
+        #expect(events(values.start(on: scheduler)).count == 4)
+        // Values at once, completion 100 ms later, so that the windows can close first. As in
+        // ReactiveSwift, throttle sends the latest value when its scheduler gets to it: 3.
+        let burst = values.concat(SignalProducer<Int, Never>.empty.delay(0.1, on: scheduler))
+        #expect(events(burst.throttle(0.02, on: scheduler)).compactMap(\.value) == [3])
+        #expect(events(burst.debounce(0.02, on: scheduler)).compactMap(\.value) == [3])
+        #expect(
+            events(burst.collect(every: .milliseconds(20), on: scheduler)).compactMap(\.value).flatMap { $0 }
+                == [1, 2, 3])
+        let ticks = events(SignalProducer<Date, Never>.timer(interval: .milliseconds(5), on: scheduler).take(first: 3))
+        #expect(ticks.count == 4)
+        #expect(
+            events(SignalProducer<Int, Never>.interval([7, 8], interval: .milliseconds(5), on: scheduler)).map(\.value)
+                == [7, 8, nil])
+        let timedOut = events(
+            SignalProducer<Int, LoopTestError>.never.timeout(after: 0.02, raising: LoopTestError(), on: scheduler))
+        #expect(timedOut.first?.error == LoopTestError())
+    }
+}
+
+/// An error for the runtime tests.
+struct LoopTestError: Error, Equatable {}
