@@ -264,3 +264,23 @@ struct LoopTimeOperatorTests {
 
 /// An error for the runtime tests.
 struct LoopTestError: Error, Equatable {}
+
+@Suite("Documentation examples")
+struct DocumentationExampleTests {
+    /// The example of README.md and docs/EventLoop.md, as written there.
+    @Test func readmeEventLoopExampleRunsAndStops() throws {
+        let ticks = Box(0)
+        let finished = runWithWatchdog(seconds: 10) {
+            let loop = try! EventLoop()
+            let scheduler = LoopScheduler(loop: loop)
+            SignalProducer<Date, Never>.timer(interval: .milliseconds(100), on: scheduler)
+                .take(first: 3)
+                .on(completed: { loop.stop() })
+                .startWithValues { _ in ticks.modify { $0 += 1 } }
+            loop.run()  // Returns after stop(), with every handle closed.
+            #expect(loop.closeStatus == 0)
+        }
+        #expect(finished)
+        #expect(ticks.value == 3)
+    }
+}
