@@ -26,7 +26,7 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     private let clock: _WallClockMapping
 
     /// One heap entry: plain values only, so the heap is one contiguous array.
-    private struct Entry {
+    private struct Entry: _HeapElement {
         var deadline: UInt64
         var sequence: UInt64
         var slot: Int32
@@ -35,7 +35,7 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     }
 
     // Confined to the loop thread. A min-heap on (deadline, sequence).
-    private var heap: [Entry] = []
+    private var heap = _BinaryHeap<Entry>()
     // Confined to the loop thread. The action each live entry runs; `nil` slots are free.
     private var slots: [_LoopTimedAction?] = []
     // Confined to the loop thread.
@@ -154,8 +154,7 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     private func push(_ entry: Entry, for item: _LoopTimedAction) {
         item.sequence = entry.sequence
         nextSequence += 1
-        heap.append(entry)
-        siftUp(heap.count - 1)
+        heap.insert(entry)
     }
 
     /// Releases a disposed action at once; its heap entry is dropped when it comes up.
@@ -178,12 +177,6 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     private func compact() {
         heap.removeAll { !isLive($0) }
         deadEntries = 0
-        // Heapify bottom-up.
-        var index = heap.count / 2
-        while index > 0 {
-            index -= 1
-            siftDown(index)
-        }
     }
 
     private func startTimer() {
@@ -253,43 +246,13 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     }
 
     private func popFirst() {
-        let last = heap.removeLast()
-        guard !heap.isEmpty else { return }
-        heap[0] = last
-        siftDown(0)
-    }
-
-    private func siftUp(_ start: Int) {
-        var index = start
-        let entry = heap[index]
-        while index > 0 {
-            let parent = (index - 1) / 2
-            guard entry.precedes(heap[parent]) else { break }
-            heap[index] = heap[parent]
-            index = parent
-        }
-        heap[index] = entry
-    }
-
-    private func siftDown(_ start: Int) {
-        var index = start
-        let entry = heap[index]
-        let count = heap.count
-        while true {
-            var child = 2 * index + 1
-            guard child < count else { break }
-            if child + 1 < count && heap[child + 1].precedes(heap[child]) { child += 1 }
-            guard heap[child].precedes(entry) else { break }
-            heap[index] = heap[child]
-            index = child
-        }
-        heap[index] = entry
+        heap.remove(at: 0)
     }
 
     /// The loop is shutting down: drop every pending action, unrun; the timer is closed next.
     private func dropPendingActions() {
         isShutDown = true
-        heap = []
+        heap.removeAll()
         slots = []
         freeSlots = []
         timer = nil

@@ -12,7 +12,7 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
     private let lock = _Lock()
     private let timer: any DispatchSourceTimer
     // Protected by lock. A min-heap on (deadline, sequence); each action knows its index.
-    private var heap: ContiguousArray<_TimedAction> = []
+    private var heap = _BinaryHeap<_TimedAction>()
     // Protected by lock.
     private var nextSequence: UInt64 = 0
     // Protected by lock. The deadline the timer is armed for, if any.
@@ -34,9 +34,7 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
         lock.withLock {
             item.sequence = nextSequence
             nextSequence += 1
-            item.heapIndex = heap.count
-            heap.append(item)
-            siftUpLocked(item.heapIndex)
+            heap.insert(item)
             keepAlive = self
             armLocked()
         }
@@ -47,8 +45,8 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
     fileprivate func remove(_ item: _TimedAction) {
         let action: (() -> Void)? = lock.withLock {
             guard item.heapIndex >= 0 else { return nil }
-            removeLocked(at: item.heapIndex)
-            if heap.isEmpty { keepAlive = nil }
+            heap.remove(at: item.heapIndex)
+            if heap.count == 0 { keepAlive = nil }
             defer { item.action = nil }
             return item.action
         }
@@ -76,7 +74,7 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
                     armLocked()
                     return .none
                 }
-                removeLocked(at: 0)
+                heap.remove(at: 0)
                 defer { first.action = nil }
                 return .some(first.action)
             }
@@ -84,57 +82,10 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
             action?()
         }
     }
-
-    // MARK: Heap (requires lock)
-
-    private func removeLocked(at index: Int) {
-        let removed = heap[index]
-        let last = heap.removeLast()
-        removed.heapIndex = -1
-        guard index < heap.count else { return }
-        heap[index] = last
-        last.heapIndex = index
-        if index > 0 && last.precedes(heap[(index - 1) / 2]) {
-            siftUpLocked(index)
-        } else {
-            siftDownLocked(index)
-        }
-    }
-
-    private func siftUpLocked(_ start: Int) {
-        var index = start
-        let item = heap[index]
-        while index > 0 {
-            let parent = (index - 1) / 2
-            guard item.precedes(heap[parent]) else { break }
-            heap[index] = heap[parent]
-            heap[index].heapIndex = index
-            index = parent
-        }
-        heap[index] = item
-        item.heapIndex = index
-    }
-
-    private func siftDownLocked(_ start: Int) {
-        var index = start
-        let item = heap[index]
-        let count = heap.count
-        while true {
-            var child = 2 * index + 1
-            guard child < count else { break }
-            if child + 1 < count && heap[child + 1].precedes(heap[child]) { child += 1 }
-            guard heap[child].precedes(item) else { break }
-            heap[index] = heap[child]
-            heap[index].heapIndex = index
-            index = child
-        }
-        heap[index] = item
-        item.heapIndex = index
-    }
 }
 
 /// One pending timed action, and its disposable.
-final class _TimedAction: Disposable, @unchecked Sendable {  // Vars: protected by the owner's lock.
+final class _TimedAction: Disposable, _HeapElement, @unchecked Sendable {  // Vars: protected by the owner's lock.
     let deadline: UInt64
     // Protected by the owner's lock (set once, before the action is visible to anyone else).
     var sequence: UInt64 = 0
@@ -164,5 +115,10 @@ final class _TimedAction: Disposable, @unchecked Sendable {  // Vars: protected 
     /// Heap order: earlier deadline first, then scheduling order.
     func precedes(_ other: _TimedAction) -> Bool {
         (deadline, sequence) < (other.deadline, other.sequence)
+    }
+
+    /// Records where the action is in the heap (under the owner's lock), for removal.
+    func heapIndexDidChange(to index: Int) {
+        heapIndex = index
     }
 }
