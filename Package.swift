@@ -18,7 +18,11 @@ let package = Package(
         .target(name: "ReactiveLoopUV", dependencies: ["ReactiveLoop", "CLibUV"]),
         .executableTarget(name: "ReactiveLoopExample", dependencies: ["ReactiveLoop"]),
         .testTarget(name: "ReactiveLoopTests", dependencies: ["ReactiveLoop"]),
-        .testTarget(name: "ReactiveLoopUVTests", dependencies: ["ReactiveLoop", "ReactiveLoopUV"]),
+        // A program the runtime tests start as a child process, for what needs a fresh process
+        // whose main thread runs an event loop (the test runner's main thread runs Dispatch).
+        .executableTarget(
+            name: "UVTestHost", dependencies: ["ReactiveLoop", "ReactiveLoopUV"], path: "Tests/UVTestHost"),
+        .testTarget(name: "ReactiveLoopUVTests", dependencies: ["ReactiveLoop", "ReactiveLoopUV", "UVTestHost"]),
     ],
     swiftLanguageModes: [.v6]
 )

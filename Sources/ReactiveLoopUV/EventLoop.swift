@@ -26,6 +26,13 @@ import Synchronization
 /// every closure it had accepted, then closes every handle (pending `LoopScheduler` actions are
 /// dropped, unrun; I/O producers end with `interrupted`), runs the loop until the close
 /// callbacks are done, and closes the libuv loop. `run()` returns after that.
+///
+/// ## The Dispatch main queue
+/// When the process's main thread drives the loop, the loop also drains the Dispatch main queue
+/// there (it polls the queue's wake-up descriptor, as Foundation's `RunLoop` does on Linux), so
+/// `DispatchQueue.main` and `MainScheduler` work in a daemon whose main thread runs `run()`,
+/// with `MainScheduler`'s ordering promise intact. Loops on other threads leave the main queue
+/// alone.
 public final class EventLoop: @unchecked Sendable {  // See "Threading"; each field says what guards it.
     /// The libuv loop. Confined to the loop thread (after `init`).
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
@@ -48,6 +55,10 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     private let stopped = Atomic<Bool>(false)
     // Written once by the loop thread at shutdown; read after `finished` or on the loop thread.
     private var closeResult: Int32 = 1
+    // Confined to the loop thread. Polls the Dispatch main queue's wake-up descriptor while the
+    // process's main thread drives the loop (see "The Dispatch main queue").
+    private var mainQueuePoll: UnsafeMutablePointer<uv_poll_t>?
+    private var mainQueuePollActive = false
 
     /// Creates a loop. It runs once a thread calls `run()` (or drives it with `runOnce()`).
     ///
@@ -75,6 +86,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         }
         uvLoop.deallocate()
         wakeup.deallocate()
+        mainQueuePoll?.deallocate()
     }
 
     static func from(_ pointer: UnsafeMutableRawPointer?) -> EventLoop {
@@ -115,6 +127,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         let previous = EventLoop.current
         EventLoop.setCurrent(self)
         defer { EventLoop.setCurrent(previous) }
+        if !mainQueuePollActive && clibuv_is_main_thread() != 0 { startDrainingMainQueue() }
         let alive = uv_run(uvLoop, mode) != 0
         if stopWasProcessed {
             shutDown()
@@ -240,6 +253,42 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         closeResult = uv_loop_close(uvLoop)
         stopped.store(true, ordering: .releasing)
         finished.signal()
+    }
+
+    // MARK: The Dispatch main queue
+
+    /// Starts polling the main queue's wake-up descriptor, and drains what it already holds.
+    /// Called when the process's main thread drives the loop.
+    private func startDrainingMainQueue() {
+        let poll: UnsafeMutablePointer<uv_poll_t>
+        if let existing = mainQueuePoll {
+            poll = existing
+        } else {
+            poll = .allocate(capacity: 1)
+            guard uv_poll_init(uvLoop, poll, _dispatch_get_main_queue_handle_4CF()) == 0 else {
+                poll.deallocate()
+                return
+            }
+            poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            mainQueuePoll = poll
+        }
+        mainQueuePollActive = true
+        uv_poll_start(poll, Int32(UV_READABLE.rawValue)) { handle, _, _ in
+            EventLoop.from(handle!.pointee.data).drainMainQueue()
+        }
+        drainMainQueue()
+    }
+
+    private func drainMainQueue() {
+        guard clibuv_is_main_thread() != 0 else {
+            // Driven by another thread now: only the main thread may drain the main queue.
+            if let mainQueuePoll { uv_poll_stop(mainQueuePoll) }
+            mainQueuePollActive = false
+            return
+        }
+        // Clear the wake-up first, so that work queued while draining wakes the loop again.
+        _ = clibuv_read_counter(_dispatch_get_main_queue_handle_4CF())
+        _dispatch_main_queue_callback_4CF(nil)
     }
 
     // MARK: The loop of the current thread

@@ -284,3 +284,36 @@ struct DocumentationExampleTests {
         #expect(ticks.value == 3)
     }
 }
+
+/// Runs the test host (`Tests/UVTestHost`, built next to the test bundle) with `arguments`;
+/// returns its exit status and output, or nil if it did not exit within `seconds`.
+func runTestHost(_ arguments: [String], seconds: Double = 60) throws -> (status: Int32, output: String)? {
+    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    let process = Process()
+    process.executableURL = bundle.deletingLastPathComponent().appendingPathComponent("UVTestHost")
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let exited = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+        process.waitUntilExit()
+        exited.signal()
+    }
+    guard exited.wait(timeout: .now() + seconds) == .success else {
+        process.terminate()
+        return nil
+    }
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    return (process.terminationStatus, text)
+}
+
+@Suite("The Dispatch main queue in a daemon")
+struct MainQueueTests {
+    @Test func aLoopOnTheMainThreadDrainsTheMainQueueInOrder() throws {
+        let result = try #require(try runTestHost(["main-queue"]))
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("main-queue ok"))
+    }
+}

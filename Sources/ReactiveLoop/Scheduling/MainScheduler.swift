@@ -11,8 +11,8 @@ import Synchronization
 /// avoids).
 ///
 /// - Note: On Linux the main queue only drains while the program runs `dispatchMain()`,
-///   `RunLoop.main.run()`, Swift concurrency's main executor (an `async` `main`), or the
-///   ReactiveLoopUV event loop. A program that does none of these never runs actions queued
+///   `RunLoop.main.run()`, Swift concurrency's main executor (an `async` `main`), or a
+///   ReactiveLoopUV `EventLoop` driven by the main thread. A program that does none of these never runs actions queued
 ///   here from other threads.
 public final class MainScheduler: Scheduler {
     // Actions queued on the main queue by any main scheduler and not yet run. Shared by all
