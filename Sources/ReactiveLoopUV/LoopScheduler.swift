@@ -4,19 +4,25 @@ import Foundation
 @_spi(ReactiveLoopRuntime) import ReactiveLoop
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A `DateScheduler` whose actions run on an `EventLoop`'s thread.
 ///
 /// `schedule(_:)` is `loop.execute`: actions run in the order they were scheduled (per
 /// scheduling thread), after the current callback. Timed actions do not get a libuv timer each:
 /// the scheduler keeps a binary heap of small entries (deadline, sequence number, slot) on the
-/// loop thread, driven by one `uv_timer_t` armed for the earliest deadline, so actions with the
+/// loop thread, driven by one timer armed for the earliest deadline, so actions with the
 /// same deadline run in the order they were scheduled. Disposing an action releases it at once
 /// (on the loop thread); the heap drops the dead entry later and is compacted when more than
 /// half of it is dead, so schedule-and-cancel cycles keep memory flat.
 ///
 /// Deadlines are on the monotonic clock, fixed when the action is scheduled: a wall-clock jump
-/// neither fires an action early nor stalls it. libuv's timers count whole milliseconds, so a
-/// timed action runs at its deadline or up to about a millisecond later, never earlier.
+/// neither fires an action early nor stalls it. The timer is a Linux `timerfd` polled by the loop,
+/// not a libuv timer (libuv counts whole milliseconds): it expires at the deadline to the
+/// nanosecond, without timer slack, so a timed action runs when the loop thread wakes after its
+/// deadline (tens of microseconds later on an idle loop), never earlier.
 ///
 /// Scheduling onto a stopped loop returns `nil` and the action never runs. When the loop stops,
 /// pending timed actions are dropped, unrun.
@@ -44,8 +50,11 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     private var deadEntries = 0
     // Confined to the loop thread.
     private var nextSequence: UInt64 = 0
-    // Confined to the loop thread. Created on first use; nil after the loop shut down.
-    private var timer: UnsafeMutablePointer<uv_timer_t>?
+    // Confined to the loop thread. Polls `timerFD`; created on first use, nil after the loop
+    // shut down.
+    private var timer: UnsafeMutablePointer<uv_poll_t>?
+    // Confined to the loop thread. The timerfd for the earliest deadline.
+    private var timerFD: Int32 = -1
     // Confined to the loop thread. The deadline the timer is armed for.
     private var armedFor: UInt64?
     // Confined to the loop thread.
@@ -180,27 +189,37 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     }
 
     private func startTimer() {
-        let handle = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
-        uv_timer_init(loop.uvLoop, handle)
+        let fd = clibuv_timerfd_create()
+        let handle = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
+        let status = fd < 0 ? fd : uv_poll_init(loop.uvLoop, handle, fd)
+        // Out of descriptors: nothing could wake the loop for timed actions; say so at once.
+        precondition(status == 0, "LoopScheduler: cannot create its timer: \(UVError(code: status, operation: "timerfd"))")
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         timer = handle
-        let timer = _Unchecked(handle)
+        timerFD = fd
+        uv_poll_start(handle, Int32(UV_READABLE.rawValue)) { handle, _, _ in
+            // `fire` may drop `keepAlive`, the last reference: hold one for the call.
+            let scheduler = Unmanaged<LoopScheduler>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+            withExtendedLifetime(scheduler) { scheduler.fire() }
+        }
+        let timer = _Unchecked((handle, fd))
         loop.onShutdown(ObjectIdentifier(self)) { [weak self] in
             self?.dropPendingActions()
-            LoopScheduler.close(timer.value)
+            LoopScheduler.close(timer.value.0, fd: timer.value.1)
         }
     }
 
-    /// Arms the timer for the earliest live deadline, in whole milliseconds of the loop's
-    /// clock, rounded up so that it never fires early.
+    /// Arms the timer for the earliest live deadline, to the nanosecond: a timerfd on the
+    /// monotonic clock (the clock of `uv_hrtime`), which the loop polls. The kernel adds no timer
+    /// slack to a timerfd, so the action runs as soon as the loop thread wakes.
     private func arm() {
         while let first = heap.first, !isLive(first) {
             popFirst()
             deadEntries = max(0, deadEntries - 1)
         }
-        guard let timer else { return }
+        guard timer != nil else { return }
         guard let first = heap.first else {
-            uv_timer_stop(timer)
+            if armedFor != nil { clibuv_timerfd_arm(timerFD, 0) }
             armedFor = nil
             keepAlive = nil
             return
@@ -208,20 +227,12 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
         keepAlive = self
         if let armedFor, armedFor == first.deadline { return }
         armedFor = first.deadline
-        uv_update_time(loop.uvLoop)
-        let targetMilliseconds = (first.deadline + 999_999) / 1_000_000
-        let now = uv_now(loop.uvLoop)
-        let timeout = targetMilliseconds > now ? targetMilliseconds - now : 0
-        uv_timer_start(
-            timer,
-            { handle in
-                // `fire` may drop `keepAlive`, the last reference: hold one for the call.
-                let scheduler = Unmanaged<LoopScheduler>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
-                withExtendedLifetime(scheduler) { scheduler.fire() }
-            }, timeout, 0)
+        // A deadline in the past expires at once; 0 would disarm.
+        clibuv_timerfd_arm(timerFD, max(first.deadline, 1))
     }
 
     private func fire() {
+        _ = clibuv_read_counter(timerFD)
         armedFor = nil
         let now = uv_hrtime()
         while let first = heap.first, first.deadline <= now || !isLive(first) {
@@ -259,10 +270,12 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
         keepAlive = nil
     }
 
-    private static func close(_ timer: UnsafeMutablePointer<uv_timer_t>) {
+    private static func close(_ timer: UnsafeMutablePointer<uv_poll_t>, fd: Int32) {
         uv_close(UnsafeMutableRawPointer(timer).assumingMemoryBound(to: uv_handle_t.self)) { handle in
-            UnsafeMutableRawPointer(handle!).assumingMemoryBound(to: uv_timer_t.self).deallocate()
+            UnsafeMutableRawPointer(handle!).assumingMemoryBound(to: uv_poll_t.self).deallocate()
         }
+        // Closing the handle stopped polling the descriptor; nothing in libuv uses it any more.
+        Glibc.close(fd)
     }
 }
 
