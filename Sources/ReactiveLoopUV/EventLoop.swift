@@ -196,6 +196,42 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         return accepted
     }
 
+    /// Runs `body` on the loop thread: at once if called there, otherwise queued (`execute`).
+    ///
+    /// - Returns: `false` if the loop was stopped: `body` never runs.
+    func onLoopThread(_ body: @escaping () -> Void) -> Bool {
+        if inEventLoop {
+            body()
+            return true
+        }
+        return execute(body)
+    }
+
+    /// Runs `body` on the loop thread and returns its result. Inline on the loop thread, and
+    /// inline while no thread drives the loop (the calling thread holds the loop for the call,
+    /// as a daemon does when it opens its sockets before `run()`); otherwise queued, and the
+    /// calling thread waits for the loop thread.
+    ///
+    /// - Throws: `UVError.loopStopped` if the loop was stopped, or what `body` throws.
+    func performSync<T>(_ body: @escaping () throws(UVError) -> T) throws(UVError) -> T {
+        if inEventLoop { return try body() }
+        let me = currentThreadID()
+        if driver.compareExchange(expected: 0, desired: me, ordering: .acquiringAndReleasing).exchanged {
+            defer { driver.store(0, ordering: .releasing) }
+            guard !isShutDown, queueLock.withLock({ accepting }) else { throw .loopStopped }
+            return try body()
+        }
+        let outcome = _ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        let accepted = execute {
+            outcome.result = Result { () throws(UVError) -> T in try body() }
+            done.signal()
+        }
+        guard accepted else { throw .loopStopped }
+        done.wait()
+        return try outcome.result!.get()
+    }
+
     /// Drains the queue: runs every task queued so far, in order. Loop thread only.
     private func drain() {
         while true {
@@ -334,6 +370,11 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         running.wait()
         return loop
     }
+}
+
+/// A result handed from the loop thread to a waiting thread (the semaphore orders the accesses).
+final class _ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, UVError>?
 }
 
 /// The calling thread's id.

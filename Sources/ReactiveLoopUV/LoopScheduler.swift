@@ -193,8 +193,7 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
         let handle = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
         let status = fd < 0 ? fd : uv_poll_init(loop.uvLoop, handle, fd)
         // Out of descriptors: nothing could wake the loop for timed actions; say so at once.
-        precondition(
-            status == 0, "LoopScheduler: cannot create its timer: \(UVError(code: status, operation: "timerfd"))")
+        _require(status == 0, "LoopScheduler: cannot create its timer: \(UVError(code: status, operation: "timerfd"))")
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         timer = handle
         timerFD = fd

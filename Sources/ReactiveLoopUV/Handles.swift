@@ -1,0 +1,122 @@
+import CLibUV
+@_spi(ReactiveLoopRuntime) import ReactiveLoop
+
+/// An object that owns one libuv handle on a loop: the handle's `data` retains the object until
+/// the handle is closed, and the loop's shutdown closes it (reporting `interrupted`). Every member
+/// is for the loop thread.
+protocol _LoopOwnedHandle: AnyObject {
+    var loop: EventLoop { get }
+    /// The open handle; nil once closing.
+    var handle: UnsafeMutablePointer<uv_handle_t>? { get set }
+    /// Called once as the handle starts closing: end the streams (`interrupted` when the loop is
+    /// shutting down, `completed` otherwise).
+    func handleWillClose(interrupted: Bool)
+}
+
+extension _LoopOwnedHandle {
+    /// Takes ownership of `handle` (initialized by libuv): from now on it is closed exactly once.
+    func adopt<Handle>(_ handle: UnsafeMutablePointer<Handle>) {
+        let raw = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
+        raw.pointee.data = Unmanaged.passRetained(self as AnyObject).toOpaque()
+        self.handle = raw
+        loop.onShutdown(ObjectIdentifier(self)) { [self] in closeOnLoop(interrupted: true) }
+    }
+
+    /// Closes the handle (once), ending the streams first.
+    func closeOnLoop(interrupted: Bool) {
+        guard let handle else { return }
+        self.handle = nil
+        _ = loop.removeShutdownAction(ObjectIdentifier(self))
+        handleWillClose(interrupted: interrupted)
+        uv_close(handle) { handle in
+            Unmanaged<AnyObject>.fromOpaque(handle!.pointee.data).release()
+            UnsafeMutableRawPointer(handle!).deallocate()
+        }
+    }
+
+    /// Hands the open handle to `newOwner` (on success of a connect, say): it no longer closes it.
+    func transferHandle(to newOwner: some _LoopOwnedHandle) {
+        guard let handle else { return }
+        self.handle = nil
+        _ = loop.removeShutdownAction(ObjectIdentifier(self))
+        let previous = Unmanaged<AnyObject>.fromOpaque(handle.pointee.data!)
+        newOwner.adopt(handle)
+        previous.release()
+    }
+
+    /// Closes the handle from any thread (on the loop thread); a no-op once closed or stopped.
+    func closeFromAnyThread() {
+        _ = loop.onLoopThread { [self] in closeOnLoop(interrupted: false) }
+    }
+
+    /// The owner of a handle, in a libuv callback.
+    static func owner<Handle>(of handle: UnsafeMutablePointer<Handle>?) -> Self {
+        let raw = UnsafeMutableRawPointer(handle!).assumingMemoryBound(to: uv_handle_t.self)
+        return Unmanaged<AnyObject>.fromOpaque(raw.pointee.data!).takeUnretainedValue() as! Self
+    }
+}
+
+/// Allocates a handle, runs libuv's `initialize` on it, and frees it again if that fails.
+func allocateHandle<Handle>(
+    _ type: Handle.Type, _ operation: String, _ initialize: (UnsafeMutablePointer<Handle>) -> Int32
+) throws(UVError) -> UnsafeMutablePointer<Handle> {
+    let handle = UnsafeMutablePointer<Handle>.allocate(capacity: 1)
+    let status = initialize(handle)
+    if status < 0 {
+        handle.deallocate()
+        throw UVError(code: status, operation: operation)
+    }
+    return handle
+}
+
+/// The one run of a handle's input stream (datagrams, bytes, connections). Reading starts when
+/// the producer is started and stops when its run is disposed, so what arrives meanwhile waits
+/// in the kernel, not lost. Confined to the loop thread.
+final class _SingleReader<Value>: @unchecked Sendable {  // Confined to the loop thread.
+    private(set) var observer: Signal<Value, UVError>.Observer?
+    private var run: UInt64 = 0
+
+    /// The stream of `owner`: started on the loop thread, one run at a time (a second
+    /// concurrent start fails with `EALREADY`), `completed` once the handle is closed.
+    func producer(
+        _ api: String, loop: EventLoop, isOpen: @escaping () -> Bool, start: @escaping () -> UVError?,
+        stop: @escaping () -> Void
+    ) -> SignalProducer<Value, UVError> {
+        SignalProducer { [self] observer, lifetime in
+            let begin = { [self] in
+                guard !lifetime.hasEnded else { return }
+                guard isOpen() else { return observer.sendCompleted() }
+                guard self.observer == nil else {
+                    let code = Int32(UV_EALREADY.rawValue)
+                    return observer.send(error: UVError(code: code, operation: "\(api): already started"))
+                }
+                if let error = start() { return observer.send(error: error) }
+                run += 1
+                let mine = run
+                self.observer = observer
+                lifetime.observeEnded {
+                    _ = loop.onLoopThread { [self] in
+                        guard run == mine, self.observer != nil else { return }
+                        self.observer = nil
+                        if isOpen() { stop() }
+                    }
+                }
+            }
+            if !loop.onLoopThread(begin) { observer.sendInterrupted() }
+        }
+    }
+
+    /// Ends the current run, if any, with `completed` or `interrupted`.
+    func finish(interrupted: Bool) {
+        guard let observer else { return }
+        self.observer = nil
+        if interrupted { observer.sendInterrupted() } else { observer.sendCompleted() }
+    }
+
+    /// Ends the current run, if any, with `error`.
+    func fail(_ error: UVError) {
+        guard let observer else { return }
+        self.observer = nil
+        observer.send(error: error)
+    }
+}

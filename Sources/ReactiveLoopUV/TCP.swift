@@ -1,0 +1,327 @@
+import CLibUV
+import Dispatch
+@_spi(ReactiveLoopRuntime) import ReactiveLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A listening TCP socket on an `EventLoop`: bound and listening at creation, handing out
+/// accepted connections as a producer.
+///
+/// Connections are accepted while `connections` runs; meanwhile they wait in the listen backlog.
+/// The listener stays open until `close()` or until the loop stops, whether or not a reference
+/// to it is kept; closing it leaves the accepted connections open.
+public final class TCPListener: _LoopOwnedHandle, @unchecked Sendable {  // Vars: confined to the loop thread.
+    /// The loop the listener lives on.
+    public let loop: EventLoop
+    /// The address the listener is bound to (with the port the system chose, if 0 was asked).
+    public let localAddress: SocketAddress
+
+    var handle: UnsafeMutablePointer<uv_handle_t>?
+    private let reader = _SingleReader<TCPConnection>()
+    // Confined to the loop thread. libuv holds a connection that nobody accepted yet.
+    private var connectionWaiting = false
+
+    /// Creates a listener bound to `address` on `loop`, listening at once. Call it as you would
+    /// `UDPSocket.init(boundTo:on:receiveBufferSize:reuseAddress:)`.
+    ///
+    /// - Parameter backlog: How many connections the kernel queues while none is accepted.
+    /// - Throws: `UVError` if the socket cannot be bound or listen (`EADDRINUSE`, say), or
+    ///   `UVError.loopStopped`.
+    /// - Precondition: `backlog` is positive.
+    public init(boundTo address: SocketAddress, on loop: EventLoop, backlog: Int = 511) throws(UVError) {
+        _require(
+            backlog > 0 && backlog <= Int(Int32.max),
+            "TCPListener(boundTo:on:backlog:): backlog must be in 1...\(Int32.max), got \(backlog)")
+        self.loop = loop
+        let tcp = try loop.performSync { () throws(UVError) in try openTCP(loop, "uv_tcp_init") }
+        do throws(UVError) {
+            localAddress = try loop.performSync { () throws(UVError) -> SocketAddress in
+                try UVError.check(address.withUnsafePointer { uv_tcp_bind(tcp, $0, 0) }, "uv_tcp_bind(\(address))")
+                try UVError.check(
+                    uv_listen(tcp.stream, Int32(backlog)) { server, status in
+                        TCPListener.owner(of: server).connectionArrived(status)
+                    }, "uv_listen(\(address))")
+                return try SocketAddress.read("uv_tcp_getsockname") { uv_tcp_getsockname(tcp, $0, $1) }
+            }
+        } catch {
+            _ = loop.onLoopThread { uv_close(tcp.handle) { UnsafeMutableRawPointer($0!).deallocate() } }
+            throw error
+        }
+        try loop.performSync { () throws(UVError) in self.adopt(tcp) }
+    }
+
+    /// The accepted connections, on the loop thread, while the producer runs (one run at a
+    /// time; a second concurrent start fails with `EALREADY`). Completes when the listener is
+    /// closed, is interrupted when the loop stops, and fails if accepting fails (`EMFILE`, say).
+    public var connections: SignalProducer<TCPConnection, UVError> {
+        reader.producer(
+            "TCPListener.connections", loop: loop, isOpen: { [self] in handle != nil },
+            start: { [self] in
+                // Accept the connection libuv held while nobody listened, after the caller
+                // has seen the start.
+                if connectionWaiting { _ = loop.execute { [self] in acceptWaiting() } }
+                return nil
+            }, stop: {})
+    }
+
+    /// Closes the listener, from any thread: a `connections` run completes.
+    public func close() { closeFromAnyThread() }
+
+    // MARK: Loop thread
+
+    func handleWillClose(interrupted: Bool) { reader.finish(interrupted: interrupted) }
+
+    private func connectionArrived(_ status: Int32) {
+        if status < 0 {
+            return reader.fail(UVError(code: status, operation: "TCPListener.connections (accept)"))
+        }
+        connectionWaiting = true
+        acceptWaiting()
+    }
+
+    private func acceptWaiting() {
+        guard connectionWaiting, let handle, let observer = reader.observer else { return }
+        connectionWaiting = false
+        let server = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
+        do throws(UVError) {
+            let client = try openTCP(loop, "uv_tcp_init")
+            let status = uv_accept(server, client.stream)
+            guard status == 0 else {
+                uv_close(client.handle) { UnsafeMutableRawPointer($0!).deallocate() }
+                throw UVError(code: status, operation: "uv_accept")
+            }
+            observer.send(value: try TCPConnection.adopting(client, on: loop))
+        } catch {
+            reader.fail(error)
+        }
+    }
+}
+
+/// A TCP connection on an `EventLoop`: accepted by a `TCPListener` or made with
+/// `connect(to:on:)`.
+///
+/// Reading starts when `bytes` (or `lines`) is started and stops when its run is disposed;
+/// meanwhile the bytes wait in the kernel. When the peer closes its side, the run completes and
+/// the connection closes once the writes already queued have gone out. The connection stays open
+/// until then, `close()`, or the loop stops, whether or not a reference to it is kept.
+public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Vars: confined to the loop thread.
+    /// The loop the connection lives on.
+    public let loop: EventLoop
+    /// This end's address.
+    public let localAddress: SocketAddress
+    /// The peer's address.
+    public let remoteAddress: SocketAddress
+
+    var handle: UnsafeMutablePointer<uv_handle_t>?
+    private let reader = _SingleReader<ReceivedBytes>()
+    private var buffer = _ReceiveBuffer(capacity: 64 * 1024)
+    private var current: _ByteStorage?
+
+    private init(loop: EventLoop, local: SocketAddress, remote: SocketAddress) {
+        self.loop = loop
+        localAddress = local
+        remoteAddress = remote
+    }
+
+    /// A connection owning the connected handle `tcp`, which `previousOwner` (if any) hands
+    /// over; on failure the handle is closed. Loop thread only.
+    static func adopting(
+        _ tcp: UnsafeMutablePointer<uv_tcp_t>, on loop: EventLoop, from previousOwner: (any _LoopOwnedHandle)? = nil
+    ) throws(UVError) -> TCPConnection {
+        do throws(UVError) {
+            let local = try SocketAddress.read("uv_tcp_getsockname") { uv_tcp_getsockname(tcp, $0, $1) }
+            let remote = try SocketAddress.read("uv_tcp_getpeername") { uv_tcp_getpeername(tcp, $0, $1) }
+            let connection = TCPConnection(loop: loop, local: local, remote: remote)
+            if let previousOwner { previousOwner.transferHandle(to: connection) } else { connection.adopt(tcp) }
+            return connection
+        } catch {
+            if let previousOwner {
+                previousOwner.closeOnLoop(interrupted: false)
+            } else {
+                uv_close(tcp.handle) { UnsafeMutableRawPointer($0!).deallocate() }
+            }
+            throw error
+        }
+    }
+
+    /// A producer that connects to `address` from `loop` when started, sends the connection
+    /// and completes; or fails with the connect error (`ECONNREFUSED`, say). Disposing it
+    /// before the connection is made closes the socket. Interrupted if the loop is stopped.
+    public static func connect(to address: SocketAddress, on loop: EventLoop) -> SignalProducer<TCPConnection, UVError>
+    {
+        SignalProducer { observer, lifetime in
+            let begin = {
+                guard !lifetime.hasEnded else { return }
+                do throws(UVError) {
+                    let attempt = try _ConnectAttempt(loop: loop, to: address, observer: observer)
+                    lifetime.observeEnded { attempt.closeFromAnyThread() }
+                } catch {
+                    observer.send(error: error)
+                }
+            }
+            if !loop.onLoopThread(begin) { observer.sendInterrupted() }
+        }
+    }
+
+    /// The bytes received, on the loop thread, as they arrive, from when the producer is
+    /// started until its run is disposed (one run at a time; a second concurrent start fails
+    /// with `EALREADY`). Completes when the peer closes its side or the connection is closed,
+    /// is interrupted when the loop stops, and fails with a read error (`ECONNRESET`, say),
+    /// which also closes the connection.
+    public var bytes: SignalProducer<ReceivedBytes, UVError> {
+        reader.producer(
+            "TCPConnection.bytes", loop: loop, isOpen: { [self] in handle != nil },
+            start: { [self] in startReading() }, stop: { [self] in _ = uv_read_stop(stream) })
+    }
+
+    /// The lines received (see `SignalProducer.lines(maxLength:)`).
+    public func lines(maxLength: Int) -> SignalProducer<String, UVError> {
+        bytes.lines(maxLength: maxLength)
+    }
+
+    /// The lines received as bytes (see `SignalProducer.lineBytes(maxLength:)`).
+    public func lineBytes(maxLength: Int) -> SignalProducer<ReceivedBytes, UVError> {
+        bytes.lineBytes(maxLength: maxLength)
+    }
+
+    /// Writes `bytes`, from any thread (writes from one thread go out in order).
+    ///
+    /// - Parameter completion: Called on the loop thread with nil once the bytes are written
+    ///   to the socket, or with the error (`ECANCELED` if the connection was closed first,
+    ///   `EPIPE` once it is shutting down). Called at once on the calling thread with
+    ///   `UVError.loopStopped` if the loop had stopped.
+    public func write(_ bytes: some Sequence<UInt8>, completion: ((UVError?) -> Void)? = nil) {
+        let request = _SendRequest(Array(bytes), completion)
+        let accepted = loop.onLoopThread { [self] in
+            guard handle != nil else { return request.finish(Int32(UV_ECANCELED.rawValue)) }
+            let status = uv_write(request.writeRequest, stream, &request.buffer, 1) { req, status in
+                _SendRequest.from(req!.pointee.data).finish(status)
+            }
+            if status < 0 { request.finish(status) } else { request.retainUntilFinished() }
+        }
+        if !accepted { completion?(.loopStopped) }
+    }
+
+    /// Closes the connection, from any thread: a `bytes` run completes and pending writes fail
+    /// with `ECANCELED`.
+    public func close() { closeFromAnyThread() }
+
+    // MARK: Loop thread
+
+    private var stream: UnsafeMutablePointer<uv_stream_t> {
+        UnsafeMutableRawPointer(handle!).assumingMemoryBound(to: uv_stream_t.self)
+    }
+
+    func handleWillClose(interrupted: Bool) { reader.finish(interrupted: interrupted) }
+
+    private func startReading() -> UVError? {
+        let status = uv_read_start(
+            stream,
+            { handle, _, buf in
+                let connection = TCPConnection.owner(of: handle)
+                let storage = connection.buffer.next()
+                connection.current = storage
+                buf!.pointee = uv_buf_init(storage.base.assumingMemoryBound(to: CChar.self), UInt32(storage.capacity))
+            },
+            { stream, nread, _ in
+                TCPConnection.owner(of: stream).received(nread)
+            })
+        return status < 0 ? UVError(code: status, operation: "uv_read_start") : nil
+    }
+
+    private func received(_ count: Int) {
+        if count > 0, let current {
+            reader.observer?.send(value: ReceivedBytes(storage: current, range: 0..<count))
+        } else if count == Int(UV_EOF.rawValue) {
+            reader.finish(interrupted: false)
+            closeAfterPendingWrites()
+        } else if count < 0 {
+            reader.fail(UVError(code: Int32(count), operation: "TCPConnection.bytes (read)"))
+            closeOnLoop(interrupted: false)
+        }
+    }
+
+    /// Shuts the write side down once the queued writes are out, then closes.
+    private func closeAfterPendingWrites() {
+        let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        let status = uv_shutdown(request, stream) { request, _ in
+            let connection = TCPConnection.owner(of: request!.pointee.handle)
+            request!.deallocate()
+            connection.closeOnLoop(interrupted: false)
+        }
+        if status < 0 {
+            request.deallocate()
+            closeOnLoop(interrupted: false)
+        }
+    }
+}
+
+/// A connect in progress: owns the socket until it is connected, then hands it to a
+/// `TCPConnection`.
+final class _ConnectAttempt: _LoopOwnedHandle, @unchecked Sendable {  // Confined to the loop thread.
+    let loop: EventLoop
+    var handle: UnsafeMutablePointer<uv_handle_t>?
+    private let observer: Signal<TCPConnection, UVError>.Observer
+    private let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+
+    init(loop: EventLoop, to address: SocketAddress, observer: Signal<TCPConnection, UVError>.Observer) throws(UVError)
+    {
+        self.loop = loop
+        self.observer = observer
+        let tcp: UnsafeMutablePointer<uv_tcp_t>
+        do throws(UVError) {
+            tcp = try openTCP(loop, "uv_tcp_init")
+        } catch {
+            request.deallocate()
+            throw error
+        }
+        adopt(tcp)
+        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let status = address.withUnsafePointer { address in
+            uv_tcp_connect(request, tcp, address) { request, status in
+                let attempt = Unmanaged<_ConnectAttempt>.fromOpaque(request!.pointee.data).takeUnretainedValue()
+                attempt.connected(status)
+            }
+        }
+        if status < 0 {
+            closeOnLoop(interrupted: false)
+            throw UVError(code: status, operation: "uv_tcp_connect(\(address))")
+        }
+    }
+
+    deinit { request.deallocate() }
+
+    func handleWillClose(interrupted: Bool) {
+        if interrupted { observer.sendInterrupted() }
+    }
+
+    private func connected(_ status: Int32) {
+        // Closed first (disposed or the loop stopped): the observer has its ending already.
+        guard let handle, status != Int32(UV_ECANCELED.rawValue) else { return }
+        guard status == 0 else {
+            observer.send(error: UVError(code: status, operation: "TCPConnection.connect (uv_tcp_connect)"))
+            return closeOnLoop(interrupted: false)
+        }
+        do throws(UVError) {
+            let tcp = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_tcp_t.self)
+            let connection = try TCPConnection.adopting(tcp, on: loop, from: self)
+            observer.send(value: connection)
+            observer.sendCompleted()
+        } catch {
+            observer.send(error: error)
+        }
+    }
+}
+
+/// A new TCP handle on `loop`. Loop thread only.
+func openTCP(_ loop: EventLoop, _ operation: String) throws(UVError) -> UnsafeMutablePointer<uv_tcp_t> {
+    try allocateHandle(uv_tcp_t.self, operation) { uv_tcp_init(loop.uvLoop, $0) }
+}
+
+extension UnsafeMutablePointer where Pointee == uv_tcp_t {
+    var stream: UnsafeMutablePointer<uv_stream_t> {
+        UnsafeMutableRawPointer(self).assumingMemoryBound(to: uv_stream_t.self)
+    }
+}

@@ -1,0 +1,237 @@
+import CLibUV
+import Dispatch
+@_spi(ReactiveLoopRuntime) import ReactiveLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A datagram received by a `UDPSocket`.
+public struct Datagram: Sendable {
+    /// The payload, without a copy (see `ReceivedBytes`).
+    public let bytes: ReceivedBytes
+    /// Who sent it.
+    public let sender: SocketAddress
+    /// Whether the datagram was larger than the receive slot (64 KiB) and its tail was dropped.
+    public let isTruncated: Bool
+}
+
+/// A UDP socket on an `EventLoop`: bound at creation, receiving as a producer, sending from any
+/// thread.
+///
+/// Receiving reads datagrams in batches with `recvmmsg(2)` (libuv's `UV_UDP_RECVMMSG`), up to 20
+/// per system call, into one buffer that the datagrams' bytes view without a copy. Reading
+/// starts when `datagrams` is started and stops when its run is disposed; meanwhile datagrams
+/// wait in the socket's receive buffer (and the kernel drops what overflows it).
+///
+/// The socket stays open until `close()` or until the loop stops, whether or not a reference to
+/// it is kept. Every callback runs on the loop thread.
+public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: confined to the loop thread.
+    /// The loop the socket lives on.
+    public let loop: EventLoop
+    /// The address the socket is bound to (with the port the system chose, if 0 was asked).
+    public let localAddress: SocketAddress
+    /// The receive buffer size the kernel granted, as `getsockopt(SO_RCVBUF)` reports it (on
+    /// Linux twice the usable size, the other half being the kernel's bookkeeping).
+    public let receiveBufferSize: Int
+    /// Whether reads are batched with `recvmmsg`.
+    public let isBatchingReceives: Bool
+
+    var handle: UnsafeMutablePointer<uv_handle_t>?
+    private let reader = _SingleReader<Datagram>()
+    private var buffer: _ReceiveBuffer
+    private var current: _ByteStorage?
+
+    /// Bytes per datagram slot: libuv's largest datagram.
+    static let slot = 64 * 1024
+    /// Datagrams per `recvmmsg` call: libuv's largest batch.
+    static let batch = 20
+
+    /// Creates a socket bound to `address` on `loop`.
+    ///
+    /// Call it on the loop thread, or before the loop runs (a daemon opens its sockets before
+    /// `run()`), or from any other thread while the loop runs: it then waits for the loop thread.
+    ///
+    /// - Parameters:
+    ///   - receiveBufferSize: The `SO_RCVBUF` size to ask for, in bytes. As root it is granted
+    ///     in full (`SO_RCVBUFFORCE`); otherwise the kernel caps it at `net.core.rmem_max`. See
+    ///     `receiveBufferSize` for what was granted. Nil keeps the system's default.
+    ///   - reuseAddress: Sets `SO_REUSEADDR`, so several sockets can bind the same address.
+    /// - Throws: `UVError` if the socket cannot be created or bound (`EADDRINUSE`, say), or
+    ///   `UVError.loopStopped`.
+    /// - Precondition: `receiveBufferSize` is positive.
+    public init(
+        boundTo address: SocketAddress, on loop: EventLoop, receiveBufferSize: Int? = nil, reuseAddress: Bool = false
+    ) throws(UVError) {
+        if let receiveBufferSize {
+            _require(
+                receiveBufferSize > 0 && receiveBufferSize <= Int(Int32.max),
+                "UDPSocket(boundTo:on:receiveBufferSize:): receiveBufferSize must be in 1...\(Int32.max), got \(receiveBufferSize)"
+            )
+        }
+        self.loop = loop
+        let created = try loop.performSync {
+            () throws(UVError) -> (UnsafeMutablePointer<uv_udp_t>, SocketAddress, Int, Bool) in
+            let family = address.family == .ipv6 ? AF_INET6 : AF_INET
+            let flags = UInt32(family) | UInt32(UV_UDP_RECVMMSG.rawValue)
+            let udp = try allocateHandle(uv_udp_t.self, "uv_udp_init_ex") { uv_udp_init_ex(loop.uvLoop, $0, flags) }
+            do throws(UVError) {
+                let bindFlags = reuseAddress ? UInt32(UV_UDP_REUSEADDR.rawValue) : 0
+                try UVError.check(
+                    address.withUnsafePointer { uv_udp_bind(udp, $0, bindFlags) }, "uv_udp_bind(\(address))")
+                if let receiveBufferSize { try UDPSocket.setReceiveBuffer(udp, receiveBufferSize) }
+                var granted: Int32 = 0
+                try UVError.check(uv_recv_buffer_size(udp.handle, &granted), "uv_recv_buffer_size")
+                let local = try SocketAddress.read("uv_udp_getsockname") { uv_udp_getsockname(udp, $0, $1) }
+                return (udp, local, Int(granted), uv_udp_using_recvmmsg(udp) != 0)
+            } catch {
+                uv_close(udp.handle) { UnsafeMutableRawPointer($0!).deallocate() }
+                throw error
+            }
+        }
+        localAddress = created.1
+        self.receiveBufferSize = created.2
+        isBatchingReceives = created.3
+        buffer = _ReceiveBuffer(capacity: created.3 ? UDPSocket.slot * UDPSocket.batch : UDPSocket.slot)
+        let udp = created.0
+        try loop.performSync { () throws(UVError) in self.adopt(udp) }
+    }
+
+    private static func setReceiveBuffer(_ udp: UnsafeMutablePointer<uv_udp_t>, _ size: Int) throws(UVError) {
+        var fd: Int32 = -1
+        try UVError.check(uv_fileno(udp.handle, &fd), "uv_fileno")
+        var value = Int32(size / 2)  // The kernel doubles what it is asked for.
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &value, socklen_t(MemoryLayout<Int32>.size)) == 0 { return }
+        var asked = Int32(size)
+        try UVError.check(uv_recv_buffer_size(udp.handle, &asked), "uv_recv_buffer_size(\(size))")
+    }
+
+    /// The datagrams received, on the loop thread, from when the producer is started until its
+    /// run is disposed (one run at a time; a second concurrent start fails with `EALREADY`).
+    /// Completes when the socket is closed, is interrupted when the loop stops, and fails if
+    /// libuv reports a receive error.
+    public var datagrams: SignalProducer<Datagram, UVError> {
+        reader.producer(
+            "UDPSocket.datagrams", loop: loop, isOpen: { [self] in handle != nil },
+            start: { [self] in startReceiving() }, stop: { [self] in _ = uv_udp_recv_stop(udp) })
+    }
+
+    /// The socket's descriptor, for options libuv does not cover. Loop thread only; -1 once closed.
+    public var fileDescriptor: Int32 {
+        var fd: Int32 = -1
+        if let handle { _ = uv_fileno(handle, &fd) }
+        return fd
+    }
+
+    /// Sends `bytes` to `destination`, from any thread (sends from one thread go out in order).
+    ///
+    /// - Parameter completion: Called on the loop thread with nil once sent, or the error
+    ///   (`UVError.loopStopped` if the loop was stopped, `ECANCELED` if the socket was closed
+    ///   first). Called at once on the calling thread if the loop had stopped.
+    public func send(
+        _ bytes: some Sequence<UInt8>, to destination: SocketAddress, completion: ((UVError?) -> Void)? = nil
+    ) {
+        let request = _SendRequest(Array(bytes), completion)
+        let accepted = loop.onLoopThread { [self] in
+            guard let handle else { return request.finish(Int32(UV_ECANCELED.rawValue)) }
+            let status = destination.withUnsafePointer { address in
+                uv_udp_send(
+                    request.udpRequest, UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_udp_t.self),
+                    &request.buffer, 1, address
+                ) { req, status in
+                    _SendRequest.from(req!.pointee.data).finish(status)
+                }
+            }
+            if status < 0 { request.finish(status) } else { request.retainUntilFinished() }
+        }
+        if !accepted { completion?(.loopStopped) }
+    }
+
+    /// Closes the socket, from any thread: a `datagrams` run completes, pending sends fail
+    /// with `ECANCELED`.
+    public func close() { closeFromAnyThread() }
+
+    // MARK: Loop thread
+
+    private var udp: UnsafeMutablePointer<uv_udp_t> {
+        UnsafeMutableRawPointer(handle!).assumingMemoryBound(to: uv_udp_t.self)
+    }
+
+    func handleWillClose(interrupted: Bool) { reader.finish(interrupted: interrupted) }
+
+    private func startReceiving() -> UVError? {
+        let status = uv_udp_recv_start(
+            udp,
+            { handle, _, buf in
+                let socket = UDPSocket.owner(of: handle)
+                let storage = socket.buffer.next()
+                socket.current = storage
+                buf!.pointee = uv_buf_init(storage.base.assumingMemoryBound(to: CChar.self), UInt32(storage.capacity))
+            },
+            { handle, nread, buf, address, flags in
+                UDPSocket.owner(of: handle).received(nread, buf!.pointee, address, flags)
+            })
+        return status < 0 ? UVError(code: status, operation: "uv_udp_recv_start") : nil
+    }
+
+    private func received(_ count: Int, _ buf: uv_buf_t, _ address: UnsafePointer<sockaddr>?, _ flags: UInt32) {
+        if count < 0 {
+            uv_udp_recv_stop(udp)
+            return reader.fail(UVError(code: Int32(count), operation: "UDPSocket.datagrams (recv)"))
+        }
+        // No address: the end of a batch (or nothing to read); the buffer is free again.
+        guard let address, let sender = SocketAddress(address), let storage = current else { return }
+        let offset = UnsafeMutableRawPointer(buf.base!) - storage.base
+        let bytes = ReceivedBytes(storage: storage, range: offset..<(offset + count))
+        let truncated = flags & UInt32(UV_UDP_PARTIAL.rawValue) != 0
+        reader.observer?.send(value: Datagram(bytes: bytes, sender: sender, isTruncated: truncated))
+    }
+}
+
+extension UnsafeMutablePointer {
+    /// The handle as libuv's base handle type.
+    var handle: UnsafeMutablePointer<uv_handle_t> {
+        UnsafeMutableRawPointer(self).assumingMemoryBound(to: uv_handle_t.self)
+    }
+}
+
+/// One send or write: the bytes (kept alive until libuv is done with them), the request and
+/// the completion.
+final class _SendRequest: @unchecked Sendable {  // Handed to the loop thread once.
+    private let bytes: [UInt8]
+    var buffer: uv_buf_t
+    private let completion: ((UVError?) -> Void)?
+    private let request: UnsafeMutableRawPointer
+
+    init(_ bytes: [UInt8], _ completion: ((UVError?) -> Void)?) {
+        self.bytes = bytes
+        self.completion = completion
+        let size = max(MemoryLayout<uv_udp_send_t>.size, MemoryLayout<uv_write_t>.size)
+        request = .allocate(byteCount: size, alignment: 16)
+        buffer = bytes.withUnsafeBufferPointer { pointer in
+            uv_buf_init(
+                UnsafeMutablePointer(mutating: pointer.baseAddress).map {
+                    UnsafeMutableRawPointer($0).assumingMemoryBound(to: CChar.self)
+                }, UInt32(pointer.count))
+        }
+        request.assumingMemoryBound(to: uv_req_t.self).pointee.data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    deinit { request.deallocate() }
+
+    var udpRequest: UnsafeMutablePointer<uv_udp_send_t> { request.assumingMemoryBound(to: uv_udp_send_t.self) }
+    var writeRequest: UnsafeMutablePointer<uv_write_t> { request.assumingMemoryBound(to: uv_write_t.self) }
+
+    /// libuv holds the request until its callback: keep the object alive until then.
+    func retainUntilFinished() { _ = Unmanaged.passRetained(self) }
+
+    static func from(_ data: UnsafeMutableRawPointer?) -> _SendRequest {
+        let unmanaged = Unmanaged<_SendRequest>.fromOpaque(data!)
+        defer { unmanaged.release() }
+        return unmanaged.takeUnretainedValue()
+    }
+
+    func finish(_ status: Int32) {
+        completion?(status < 0 ? UVError(code: status, operation: "send") : nil)
+    }
+}

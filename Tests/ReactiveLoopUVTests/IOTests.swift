@@ -1,0 +1,364 @@
+import CLibUV
+import Dispatch
+import Foundation
+import ReactiveLoop
+import Testing
+@testable import ReactiveLoopUV
+
+/// Polls `condition` until it holds or `seconds` pass (generous: a bound, not a measurement).
+func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: seconds)
+    while !condition() {
+        if Date() > deadline { return false }
+        usleep(1_000)
+    }
+    return true
+}
+
+/// What a producer run sent, recorded from the loop thread.
+final class Recorder<Value, Failure: Error>: @unchecked Sendable {
+    let values = Box<[Value]>([])
+    let ending = Box<String?>(nil)
+    let error = Box<Failure?>(nil)
+    let offLoop = Box(false)
+
+    func observer(_ loop: EventLoop) -> Signal<Value, Failure>.Observer {
+        Signal.Observer { [self] event in
+            if !loop.inEventLoop { offLoop.value = true }
+            switch event {
+            case let .value(value): values.modify { $0.append(value) }
+            case let .failed(failure):
+                error.value = failure
+                ending.value = "failed"
+            case .completed: ending.value = "completed"
+            case .interrupted: ending.value = "interrupted"
+            }
+        }
+    }
+}
+
+/// Runs `body` with a loop on its own thread, then stops it and checks that it closed everything.
+func withLoop(_ body: (EventLoop) throws -> Void) throws {
+    let loop = try EventLoop.startOnNewThread()
+    defer {
+        loop.stop()
+        loop.waitUntilStopped()
+        #expect(loop.closeStatus == 0)
+    }
+    try body(loop)
+}
+
+@Suite("Signals on the loop")
+struct SignalTests {
+    @Test func aSignalRaisedInTheProcessArrivesOnTheLoopThread() throws {
+        try withLoop { loop in
+            let recorder = Recorder<Int32, Never>()
+            let run = loop.signals(SIGUSR1, SIGUSR2).start(recorder.observer(loop))
+            // The handlers are installed on the loop thread; wait for that before raising.
+            let installed = DispatchSemaphore(value: 0)
+            loop.execute { installed.signal() }
+            installed.wait()
+            // To the process (`raise` would target this thread, where Dispatch blocks signals).
+            kill(getpid(), SIGUSR2)
+            #expect(eventually { recorder.values.value.count == 1 })
+            kill(getpid(), SIGUSR1)
+            #expect(eventually { recorder.values.value.count == 2 })
+            #expect(Set(recorder.values.value) == [SIGUSR1, SIGUSR2])
+            #expect(!recorder.offLoop.value)
+            run.dispose()
+        }
+    }
+
+    @Test func stoppingTheLoopInterruptsASignalsRun() throws {
+        let loop = try EventLoop.startOnNewThread()
+        let recorder = Recorder<Int32, Never>()
+        loop.signals(SIGUSR1).start(recorder.observer(loop))
+        loop.stop()
+        loop.waitUntilStopped()
+        #expect(recorder.ending.value == "interrupted")
+        #expect(loop.closeStatus == 0)
+        // Started on a stopped loop: interrupted at once.
+        let late = Recorder<Int32, Never>()
+        loop.signals(SIGUSR1).start(late.observer(loop))
+        #expect(late.ending.value == "interrupted")
+    }
+}
+
+@Suite("UDP on the loop")
+struct UDPTests {
+    @Test(arguments: ["127.0.0.1", "::1"])
+    func datagramsRoundTripWithTheirSender(host: String) throws {
+        try withLoop { loop in
+            let server = try UDPSocket(
+                boundTo: SocketAddress(host: host, port: 0), on: loop, receiveBufferSize: 1 << 20)
+            let client = try UDPSocket(boundTo: SocketAddress(host: host, port: 0), on: loop)
+            #expect(server.localAddress.port != 0)
+            #expect(server.localAddress.family == (host == "::1" ? .ipv6 : .ipv4))
+            #expect(server.isBatchingReceives)
+            #expect(server.receiveBufferSize >= 1 << 20)
+
+            // Sent before anyone reads: they wait in the socket's buffer, none is lost.
+            let sent = Box(0)
+            for index in 0..<10 {
+                client.send(Array("datagram \(index)".utf8), to: server.localAddress) { error in
+                    if error == nil { sent.modify { $0 += 1 } }
+                }
+            }
+            #expect(eventually { sent.value == 10 })
+            let recorder = Recorder<Datagram, UVError>()
+            let run = server.datagrams.start(recorder.observer(loop))
+            #expect(eventually { recorder.values.value.count == 10 })
+            let received = recorder.values.value
+            #expect(received.map(\.bytes.description) == (0..<10).map { "datagram \($0)" })
+            #expect(received.allSatisfy { $0.sender == client.localAddress && !$0.isTruncated })
+            // One recvmmsg batch, one buffer, no copy per datagram.
+            #expect(received.allSatisfy { $0.bytes.storage === received[0].bytes.storage })
+            #expect(!recorder.offLoop.value)
+
+            // Reading stops with the run: a second run starts where the first stopped.
+            run.dispose()
+            let again = Recorder<Datagram, UVError>()
+            server.datagrams.start(again.observer(loop))
+            client.send(Array("after".utf8), to: server.localAddress)
+            #expect(eventually { again.values.value.map(\.bytes.description) == ["after"] })
+
+            server.close()
+            #expect(eventually { again.ending.value == "completed" })
+        }
+    }
+
+    @Test func aSecondConcurrentRunFailsAndTheFirstKeepsReceiving() throws {
+        try withLoop { loop in
+            let server = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
+            let first = Recorder<Datagram, UVError>()
+            let second = Recorder<Datagram, UVError>()
+            server.datagrams.start(first.observer(loop))
+            server.datagrams.start(second.observer(loop))
+            #expect(eventually { second.ending.value == "failed" })
+            #expect(second.error.value?.name == "EALREADY")
+            server.send(Array("self".utf8), to: server.localAddress)
+            #expect(eventually { first.values.value.count == 1 })
+        }
+    }
+
+    @Test func bindingAnAddressInUseThrowsANamedError() throws {
+        try withLoop { loop in
+            let first = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
+            #expect {
+                try UDPSocket(boundTo: first.localAddress, on: loop)
+            } throws: { error in
+                let error = error as? UVError
+                return error?.name == "EADDRINUSE" && error?.description.contains("\(first.localAddress)") == true
+            }
+        }
+    }
+
+    @Test func aStoppedLoopRejectsSocketsSendsAndReads() throws {
+        let loop = try EventLoop.startOnNewThread()
+        let socket = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
+        let reading = Recorder<Datagram, UVError>()
+        socket.datagrams.start(reading.observer(loop))
+        #expect(eventually { loop.execute {} })
+        loop.stop()
+        loop.waitUntilStopped()
+        #expect(reading.ending.value == "interrupted")
+        #expect(loop.closeStatus == 0)
+        #expect(throws: UVError.loopStopped) { try UDPSocket(boundTo: socket.localAddress, on: loop) }
+        let outcome = Box<UVError?>(nil)
+        socket.send([1], to: socket.localAddress) { outcome.value = $0 }
+        #expect(outcome.value == .loopStopped)
+        let late = Recorder<Datagram, UVError>()
+        socket.datagrams.start(late.observer(loop))
+        #expect(late.ending.value == "interrupted")
+    }
+
+    @Test func socketAddressesParseAndPrint() throws {
+        #expect(try SocketAddress(host: "127.0.0.1", port: 8125).description == "127.0.0.1:8125")
+        #expect(try SocketAddress(host: "::1", port: 53).description == "[::1]:53")
+        #expect(try SocketAddress(host: "::1", port: 53) == SocketAddress(host: "0:0::1", port: 53))
+        #expect {
+            try SocketAddress(host: "localhost", port: 1)
+        } throws: { error in
+            (error as? UVError)?.description.contains("SocketAddress(host: \"localhost\", port: 1)") == true
+        }
+    }
+}
+
+@Suite("TCP on the loop")
+struct TCPTests {
+    /// A listener on loopback whose accepted connections' lines are recorded, one recorder per
+    /// connection, in accept order.
+    final class LineServer: @unchecked Sendable {
+        let listener: TCPListener
+        let connections = Box<[TCPConnection]>([])
+        let lines = Box<[Recorder<String, UVError>]>([])
+
+        init(loop: EventLoop, maxLength: Int = 64) throws {
+            listener = try TCPListener(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
+            listener.connections.startWithResult { [self] result in
+                guard case let .success(connection) = result else { return }
+                let recorder = Recorder<String, UVError>()
+                connections.modify { $0.append(connection) }
+                lines.modify { $0.append(recorder) }
+                connection.lines(maxLength: maxLength).start(recorder.observer(loop))
+            }
+        }
+    }
+
+    static func connect(_ loop: EventLoop, _ address: SocketAddress) throws -> TCPConnection {
+        let result = try #require(
+            SignalProducer<TCPConnection, UVError>.timeout(TCPConnection.connect(to: address, on: loop)))
+        return try result.get()
+    }
+
+    @Test func linesRoundTripAndThePeerClosingCompletes() throws {
+        try withLoop { loop in
+            let server = try LineServer(loop: loop)
+            let client = try Self.connect(loop, server.listener.localAddress)
+            #expect(client.remoteAddress == server.listener.localAddress)
+            let replies = Recorder<ReceivedBytes, UVError>()
+            client.bytes.start(replies.observer(loop))
+            let written = Box(0)
+            for piece in ["one\ntw", "o\r\n", "\nthr", "ee\n"] {
+                client.write(Array(piece.utf8)) { if $0 == nil { written.modify { $0 += 1 } } }
+            }
+            #expect(eventually { written.value == 4 })
+            #expect(eventually { server.lines.value.first?.values.value.count == 4 })
+            let lines = try #require(server.lines.value.first)
+            #expect(lines.values.value == ["one", "two", "", "three"])
+            #expect(!lines.offLoop.value)
+
+            let accepted = try #require(server.connections.value.first)
+            #expect(accepted.remoteAddress == client.localAddress)
+            accepted.write(Array("ok\n".utf8))
+            #expect(eventually { replies.values.value.map(\.description).joined() == "ok\n" })
+
+            client.close()
+            #expect(eventually { lines.ending.value == "completed" })
+            #expect(eventually { replies.ending.value == "completed" })
+        }
+    }
+
+    @Test func aPeerThatDisconnectsMidLineLosesOnlyTheUnfinishedLine() throws {
+        try withLoop { loop in
+            let server = try LineServer(loop: loop)
+            let client = try Self.connect(loop, server.listener.localAddress)
+            client.write(Array("whole\npart".utf8))
+            client.close()
+            #expect(eventually { server.lines.value.first?.ending.value == "completed" })
+            #expect(server.lines.value.first?.values.value == ["whole"])
+        }
+    }
+
+    @Test func anOverlongLineFailsThatConnectionOnly() throws {
+        try withLoop { loop in
+            let server = try LineServer(loop: loop, maxLength: 8)
+            let good = try Self.connect(loop, server.listener.localAddress)
+            #expect(eventually { server.lines.value.count == 1 })
+            let bad = try Self.connect(loop, server.listener.localAddress)
+            #expect(eventually { server.lines.value.count == 2 })
+            // Exactly the limit passes, with or without `\r`. Two bytes more (one more could
+            // still be a `\r`) fail at once, before any newline: memory stays bounded.
+            good.write(Array("12345678\n12345678\r\n".utf8))
+            bad.write(Array("1234567890".utf8))
+            let badLines = server.lines.value[1]
+            #expect(eventually { badLines.ending.value == "failed" })
+            #expect(badLines.error.value?.name == "EMSGSIZE")
+            #expect(badLines.error.value?.description.contains("lines(maxLength: 8)") == true)
+            good.write(Array("after\n".utf8))
+            let goodLines = server.lines.value[0]
+            #expect(eventually { goodLines.values.value == ["12345678", "12345678", "after"] })
+            #expect(goodLines.ending.value == nil)
+            bad.close()
+        }
+    }
+
+    @Test func connectingToAClosedPortFailsWithTheReason() throws {
+        try withLoop { loop in
+            // Bind a port, then close it: nothing listens there.
+            let listener = try TCPListener(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
+            let address = listener.localAddress
+            listener.close()
+            let result = try #require(
+                SignalProducer<TCPConnection, UVError>.timeout(TCPConnection.connect(to: address, on: loop)))
+            #expect(throws: UVError.self) { try result.get() }
+            if case let .failure(error) = result { #expect(error.name == "ECONNREFUSED") }
+        }
+    }
+
+    @Test func listeningOnAPortInUseThrowsANamedError() throws {
+        try withLoop { loop in
+            let first = try TCPListener(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
+            #expect {
+                try TCPListener(boundTo: first.localAddress, on: loop)
+            } throws: { error in
+                (error as? UVError)?.name == "EADDRINUSE"
+            }
+        }
+    }
+
+    @Test func connectionsWaitInTheBacklogUntilTheListenerIsStarted() throws {
+        try withLoop { loop in
+            let listener = try TCPListener(boundTo: SocketAddress(host: "::1", port: 0), on: loop)
+            let client = try Self.connect(loop, listener.localAddress)
+            let accepted = Recorder<TCPConnection, UVError>()
+            listener.connections.start(accepted.observer(loop))
+            #expect(eventually { accepted.values.value.count == 1 })
+            #expect(accepted.values.value.first?.remoteAddress == client.localAddress)
+        }
+    }
+
+    @Test func stoppingTheLoopInterruptsReadsAndClosesEveryHandle() throws {
+        let loop = try EventLoop.startOnNewThread()
+        let server = try LineServer(loop: loop)
+        _ = try Self.connect(loop, server.listener.localAddress)
+        #expect(eventually { server.lines.value.count == 1 })
+        loop.stop()
+        loop.waitUntilStopped()
+        #expect(server.lines.value.first?.ending.value == "interrupted")
+        #expect(loop.closeStatus == 0)
+    }
+}
+
+@Suite("Lines")
+struct LineFramingTests {
+    @Test func linesAcrossChunksBoundariesAndEndings() {
+        var framer = _LineFramer(maxLength: 5)
+        var lines: [String] = []
+        for chunk in ["ab", "c\nde", "\r", "\n\n", "x"] {
+            #expect(framer.feed(ReceivedBytes(Array(chunk.utf8))) { lines.append($0.description) })
+        }
+        #expect(lines == ["abc", "de", ""])
+        // The pending "x" plus 6 more bytes without a newline is too long (5 bytes and a `\r`
+        // at most could still end well).
+        #expect(framer.feed(ReceivedBytes(Array("1234".utf8))) { lines.append($0.description) })
+        #expect(!framer.feed(ReceivedBytes(Array("5\r".utf8))) { lines.append($0.description) })
+    }
+
+    @Test func aLineInOneChunkIsASliceOfIt() {
+        var framer = _LineFramer(maxLength: 16)
+        let chunk = ReceivedBytes(Array("first\nsecond\n".utf8))
+        var lines: [ReceivedBytes] = []
+        #expect(framer.feed(chunk) { lines.append($0) })
+        #expect(lines.map(\.description) == ["first", "second"])
+        #expect(lines.allSatisfy { $0.storage === chunk.storage })
+    }
+}
+
+extension SignalProducer where Value == TCPConnection, Error == UVError {
+    /// The first value or the failure, waiting up to 10 s; nil on timeout.
+    static func timeout(_ producer: SignalProducer<TCPConnection, UVError>) -> Result<TCPConnection, UVError>? {
+        let outcome = Box<Result<TCPConnection, UVError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        producer.start { event in
+            switch event {
+            case let .value(connection): outcome.value = .success(connection)
+            case let .failed(error): outcome.value = .failure(error)
+            default: break
+            }
+            if event.isTerminating { done.signal() }
+        }
+        _ = done.wait(timeout: .now() + 10)
+        return outcome.value
+    }
+}
