@@ -243,9 +243,10 @@ struct LoopTimeOperatorTests {
         #expect(events(values.delay(0.02, on: scheduler)).map(\.value) == [1, 2, 3, nil])
         #expect(events(values.observe(on: scheduler)).count == 4)
         #expect(events(values.start(on: scheduler)).count == 4)
-        // Values at once, completion 100 ms later, so that the windows can close first. As in
+        // Values at once on the loop thread (so that the loop cannot run a scheduled action
+        // between them), completion 100 ms later, so that the windows can close first. As in
         // ReactiveSwift, throttle sends the latest value when its scheduler gets to it: 3.
-        let burst = values.concat(SignalProducer<Int, Never>.empty.delay(0.1, on: scheduler))
+        let burst = values.concat(SignalProducer<Int, Never>.empty.delay(0.1, on: scheduler)).start(on: scheduler)
         #expect(events(burst.throttle(0.02, on: scheduler)).compactMap(\.value) == [3])
         #expect(events(burst.debounce(0.02, on: scheduler)).compactMap(\.value) == [3])
         #expect(
