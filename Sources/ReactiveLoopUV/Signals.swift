@@ -11,7 +11,9 @@ extension EventLoop {
     ///
     /// Starting the producer installs a handler for each signal (libuv's `uv_signal_t`), which
     /// replaces the default action (a `SIGTERM` no longer ends the process); disposing the run
-    /// removes it again. Each delivery is sent once; signals that arrive together may be sent
+    /// removes it again. The loop thread unblocks the signals, so that they arrive even in a
+    /// process started with them blocked (a child inherits the signal mask of the thread that
+    /// spawned it, and Dispatch's threads block most signals). Each delivery is sent once; signals that arrive together may be sent
     /// in either order. The producer is interrupted when the loop stops.
     ///
     /// - Precondition: `numbers` is not empty, and each is a signal that can be caught (1 to
@@ -32,6 +34,12 @@ extension EventLoop {
         return SignalProducer { [self] observer, lifetime in
             let begin = { [self] in
                 guard !lifetime.hasEnded else { return }
+                // A process can start with signals blocked (inherited from the thread that spawned
+                // it); a blocked signal would never reach the handler. Deliver them to this thread.
+                var mask = sigset_t()
+                sigemptyset(&mask)
+                for number in distinct { sigaddset(&mask, number) }
+                pthread_sigmask(SIG_UNBLOCK, &mask, nil)
                 for number in distinct {
                     let watcher = _SignalWatcher(loop: self, number: number, observer: observer)
                     lifetime.observeEnded { watcher.closeFromAnyThread() }

@@ -310,6 +310,65 @@ func runTestHost(_ arguments: [String], seconds: Double = 60) throws -> (status:
     return (process.terminationStatus, text)
 }
 
+@Suite("The daemon example of docs/EventLoop.md")
+struct DaemonExampleTests {
+    @Test func itCountsUDPAndTCPLinesAndStopsOnSIGTERM() throws {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let process = Process()
+        process.executableURL = bundle.deletingLastPathComponent().appendingPathComponent("UVTestHost")
+        process.arguments = ["daemon-example", "0"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = Pipe()
+        // Started from a Dispatch thread, the child inherits a mask that blocks SIGTERM: the
+        // example must receive it anyway (`signals(_:)` unblocks what it watches).
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        // The first line names the port.
+        var firstLine = Data()
+        while !firstLine.contains(UInt8(ascii: "\n")) {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            try #require(!byte.isEmpty, "the example exited before listening")
+            firstLine.append(byte)
+        }
+        let port = try #require(
+            Int(String(decoding: firstLine, as: UTF8.self).dropFirst("listening ".count).dropLast()))
+
+        // 2 lines over UDP, 3 over TCP (the last one unterminated and dropped, one overlong client).
+        let loop = try EventLoop.startOnNewThread()
+        defer { loop.stop() }
+        let address = try SocketAddress(host: "127.0.0.1", port: port)
+        let udp = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
+        let sent = DispatchSemaphore(value: 0)
+        udp.send(Array("a:1|c\nb:2|c".utf8), to: address) { _ in sent.signal() }
+        sent.wait()
+        let client = try #require(
+            SignalProducer<TCPConnection, UVError>.timeout(TCPConnection.connect(to: address, on: loop))
+        ).get()
+        let overlong = try #require(
+            SignalProducer<TCPConnection, UVError>.timeout(TCPConnection.connect(to: address, on: loop))
+        ).get()
+        overlong.write([UInt8](repeating: UInt8(ascii: "x"), count: 2000))
+        client.write(Array("c:1|c\nd:1|c\ne:1|c\npartial".utf8)) { _ in sent.signal() }
+        sent.wait()
+        client.close()
+        // Give the example time to read what sits in its sockets before the signal (libuv may
+        // handle a signal and a readable socket of the same wake-up in either order).
+        usleep(500_000)
+        kill(process.processIdentifier, SIGTERM)
+
+        let exited = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            process.waitUntilExit()
+            exited.signal()
+        }
+        try #require(exited.wait(timeout: .now() + 30) == .success)
+        let rest = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0)
+        #expect(rest == "5 lines\ndaemon-example ok\n")
+    }
+}
+
 @Suite("The Dispatch main queue in a daemon")
 struct MainQueueTests {
     @Test func aLoopOnTheMainThreadDrainsTheMainQueueInOrder() throws {

@@ -72,11 +72,51 @@ func check(_ log: MainThreadLog, threads: Int, perThread: Int) {
     }
 }
 
+/// The daemon example of docs/EventLoop.md, as written there but for the port (the first
+/// argument after the mode; 0 picks a free one, printed as "listening <port>").
+func daemonExample() throws {
+    let port = Int(CommandLine.arguments.dropFirst(2).first ?? "") ?? 0
+
+    let loop = try EventLoop()
+    // UDP: count the lines of every datagram.
+    let udp = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: port), on: loop, receiveBufferSize: 8 << 20)
+    let address = udp.localAddress
+    let lines = LineCount()
+    udp.datagrams.startWithResult { result in
+        if case let .success(datagram) = result {
+            lines.count += datagram.bytes.split(separator: UInt8(ascii: "\n")).count
+        }
+    }
+    // TCP on the same port: a line per record, 1,024 bytes at most; a longer one drops its client.
+    let tcp = try TCPListener(boundTo: address, on: loop)
+    tcp.connections.startWithResult { result in
+        guard case let .success(connection) = result else { return }
+        connection.lines(maxLength: 1024).startWithResult { line in
+            switch line {
+            case .success: lines.count += 1
+            case .failure: connection.close()
+            }
+        }
+    }
+    // SIGTERM or SIGINT: stop; run() returns once every handle is closed.
+    loop.signals(SIGTERM, SIGINT).take(first: 1).startWithValues { _ in loop.stop() }
+    print("listening \(address.port)")
+    fflush(nil)  // The test reads the port before the example exits.
+    loop.run()
+    print("\(lines.count) lines")
+}
+
+/// A count touched only on the loop thread.
+final class LineCount: @unchecked Sendable {
+    var count = 0
+}
+
 let mode = CommandLine.arguments.dropFirst().first ?? ""
 do {
     switch mode {
     case "main-queue": try mainQueue()
-    default: fail("usage: UVTestHost main-queue")
+    case "daemon-example": try daemonExample()
+    default: fail("usage: UVTestHost main-queue | daemon-example [port]")
     }
 } catch {
     fail("\(error)")
