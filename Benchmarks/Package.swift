@@ -14,18 +14,25 @@ let package = Package(
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
+        // The system's libuv, for raw libuv timers beside LoopScheduler.
+        .systemLibrary(name: "CLibUVRaw", path: "Benchmarks/CLibUVRaw", pkgConfig: "libuv"),
         .executableTarget(
             name: "ReactiveLoopBenchmarks",
             dependencies: [
                 .product(name: "ReactiveLoop", package: rootPackage),
+                .product(name: "ReactiveLoopUV", package: rootPackage),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                "CLibUVRaw",
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             path: "Benchmarks/ReactiveLoopBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v5)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
     ]
 )

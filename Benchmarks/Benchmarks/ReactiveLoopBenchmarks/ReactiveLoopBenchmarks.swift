@@ -257,6 +257,10 @@ let benchmarks: @Sendable () -> Void = {
         blackHole(sum)
         subscription.cancel()
     }
+
+    // MARK: Event loop (LoopBenchmarks.swift)
+
+    loopBenchmarks()
 }
 
 /// A pipe on the given core kind with `observers` summing observers; returns its input.

@@ -1,0 +1,313 @@
+// The event-loop benchmarks: LoopScheduler and EventLoop against raw libuv, SwiftNIO and
+// Dispatch, side by side in one run.
+//
+// - Timers: 1M timers with random deadlines within 100 ms (the same deadlines for every peer),
+//   scheduled from the loop's own thread; "schedule" times the scheduling only, "fire all" until
+//   the last has run. Raw libuv starts 1M preallocated `uv_timer_t`s (no allocation at all: its
+//   floor); NIO with `scheduleTask` and `scheduleCallback`; Dispatch with `asyncAfter` on a
+//   serial queue.
+// - Cross-thread execute: 1M closures queued from the benchmark thread, until the last has run.
+// - Lateness: 1,000 sequential 1 ms timers (each scheduled from the previous one's callback);
+//   custom metrics give the mean and p99 of (time run - deadline) per run, in nanoseconds.
+
+import Benchmark
+import CLibUVRaw
+import Dispatch
+import Foundation
+import NIOCore
+import NIOPosix
+import ReactiveLoop
+import ReactiveLoopUV
+
+/// Deadline offsets in nanoseconds, uniform within 100 ms, from a fixed seed.
+let timerOffsets: [UInt64] = {
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    return (0..<1_000_000).map { _ in
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return (state >> 33) % 100_000_000
+    }
+}()
+
+/// CLOCK_MONOTONIC in nanoseconds (the clock of `uv_hrtime` and of Dispatch's uptime).
+@inline(__always) func monotonicNow() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+/// A count touched by one thread at a time (a loop thread or a serial queue), with a signal
+/// when it reaches zero.
+final class Countdown: @unchecked Sendable {
+    var remaining = 0
+    let done = DispatchSemaphore(value: 0)
+    func tick() {
+        remaining -= 1
+        if remaining == 0 { done.signal() }
+    }
+}
+
+/// Lateness samples of one run, in nanoseconds.
+final class LatenessRecorder: @unchecked Sendable {
+    var samples: [UInt64] = []
+    let done = DispatchSemaphore(value: 0)
+    let count = 1_000
+
+    /// Records one sample; returns whether more are wanted.
+    func record(deadline: UInt64) -> Bool {
+        let now = monotonicNow()
+        samples.append(now > deadline ? now - deadline : 0)
+        if samples.count == count { done.signal() }
+        return samples.count < count
+    }
+
+    func report(to benchmark: Benchmark) {
+        let sorted = samples.sorted()
+        benchmark.measurement(
+            .custom("lateness mean (ns)", useScalingFactor: false), Int(sorted.reduce(0, +)) / sorted.count)
+        benchmark.measurement(
+            .custom("lateness p99 (ns)", useScalingFactor: false), Int(sorted[sorted.count * 99 / 100]))
+        samples.removeAll(keepingCapacity: true)
+    }
+}
+
+/// A NIO callback handler that counts down.
+struct CountdownHandler: NIOScheduledCallbackHandler, Sendable {
+    let countdown: Countdown
+    func handleScheduledCallback(eventLoop: some NIOCore.EventLoop) { countdown.tick() }
+}
+
+func loopBenchmarks() {
+    let timers = Benchmark.Configuration(
+        metrics: [.wallClock, .mallocCountTotal], scalingFactor: .mega, maxDuration: .seconds(10), maxIterations: 5)
+    let lateness = Benchmark.Configuration(
+        metrics: [
+            .custom("lateness mean (ns)", useScalingFactor: false),
+            .custom("lateness p99 (ns)", useScalingFactor: false),
+        ],
+        scalingFactor: .one, maxDuration: .seconds(20), maxIterations: 5)
+
+    // MARK: LoopScheduler
+
+    let loop = try! ReactiveLoopUV.EventLoop.startOnNewThread(name: "benchmark loop")
+    let scheduler = LoopScheduler(loop: loop)
+
+    /// Schedules the 1M timers on the loop thread; the measurement ends after scheduling, or
+    /// after the last fired.
+    func loopSchedulerTimers(_ benchmark: Benchmark, scheduleOnly: Bool) {
+        let countdown = Countdown()
+        let scheduled = DispatchSemaphore(value: 0)
+        benchmark.startMeasurement()
+        loop.execute {
+            countdown.remaining = timerOffsets.count
+            let base = Date()
+            for offset in timerOffsets {
+                scheduler.schedule(after: base.addingTimeInterval(Double(offset) / 1e9)) { countdown.tick() }
+            }
+            scheduled.signal()
+        }
+        scheduled.wait()
+        if scheduleOnly { benchmark.stopMeasurement() }
+        countdown.done.wait()
+        if !scheduleOnly { benchmark.stopMeasurement() }
+    }
+    Benchmark("Timers: schedule 1M (LoopScheduler)", configuration: timers) {
+        loopSchedulerTimers($0, scheduleOnly: true)
+    }
+    Benchmark("Timers: schedule 1M and fire all (LoopScheduler)", configuration: timers) {
+        loopSchedulerTimers($0, scheduleOnly: false)
+    }
+
+    Benchmark("Execute 1M from another thread (EventLoop)", configuration: timers) { benchmark in
+        let countdown = Countdown()
+        countdown.remaining = benchmark.scaledIterations.count
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { loop.execute { countdown.tick() } }
+        countdown.done.wait()
+        benchmark.stopMeasurement()
+    }
+
+    Benchmark("LoopScheduler.schedule, 1M actions", configuration: timers) { benchmark in
+        let countdown = Countdown()
+        countdown.remaining = benchmark.scaledIterations.count
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { scheduler.schedule { countdown.tick() } }
+        countdown.done.wait()
+        benchmark.stopMeasurement()
+    }
+
+    Benchmark("Timer lateness, 1,000 x 1 ms (LoopScheduler)", configuration: lateness) { benchmark in
+        let recorder = LatenessRecorder()
+        func next() {
+            let deadline = monotonicNow() + 1_000_000
+            scheduler.schedule(after: Date(timeIntervalSinceNow: 0.001)) {
+                if recorder.record(deadline: deadline) { next() }
+            }
+        }
+        loop.execute { next() }
+        recorder.done.wait()
+        recorder.report(to: benchmark)
+    }
+
+    // MARK: Raw libuv
+
+    Benchmark("Timers: schedule 1M (raw libuv)", configuration: timers) { rawLibuvTimers($0, scheduleOnly: true) }
+    Benchmark("Timers: schedule 1M and fire all (raw libuv)", configuration: timers) {
+        rawLibuvTimers($0, scheduleOnly: false)
+    }
+    Benchmark("Timer lateness, 1,000 x 1 ms (raw libuv)", configuration: lateness) { benchmark in
+        let recorder = LatenessRecorder()
+        let uvLoop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
+        let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+        uv_loop_init(uvLoop)
+        uv_timer_init(uvLoop, timer)
+        rawLateness = (recorder, 0)
+        rawArm(timer)
+        uv_run(uvLoop, UV_RUN_DEFAULT)
+        uv_close(UnsafeMutableRawPointer(timer).assumingMemoryBound(to: uv_handle_t.self), nil)
+        uv_run(uvLoop, UV_RUN_DEFAULT)
+        uv_loop_close(uvLoop)
+        timer.deallocate()
+        uvLoop.deallocate()
+        recorder.report(to: benchmark)
+    }
+
+    // MARK: SwiftNIO
+
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let nioLoop = group.next()
+
+    func nioTimers(_ benchmark: Benchmark, scheduleOnly: Bool, callbacks: Bool) {
+        let countdown = Countdown()
+        let scheduled = DispatchSemaphore(value: 0)
+        let handler = CountdownHandler(countdown: countdown)
+        benchmark.startMeasurement()
+        nioLoop.execute {
+            countdown.remaining = timerOffsets.count
+            let base = NIODeadline.now()
+            for offset in timerOffsets {
+                let deadline = base + .nanoseconds(Int64(offset))
+                if callbacks {
+                    _ = try! nioLoop.scheduleCallback(at: deadline, handler: handler)
+                } else {
+                    nioLoop.scheduleTask(deadline: deadline) { countdown.tick() }
+                }
+            }
+            scheduled.signal()
+        }
+        scheduled.wait()
+        if scheduleOnly { benchmark.stopMeasurement() }
+        countdown.done.wait()
+        if !scheduleOnly { benchmark.stopMeasurement() }
+    }
+    Benchmark("Timers: schedule 1M (NIO scheduleTask)", configuration: timers) {
+        nioTimers($0, scheduleOnly: true, callbacks: false)
+    }
+    Benchmark("Timers: schedule 1M and fire all (NIO scheduleTask)", configuration: timers) {
+        nioTimers($0, scheduleOnly: false, callbacks: false)
+    }
+    Benchmark("Timers: schedule 1M (NIO scheduleCallback)", configuration: timers) {
+        nioTimers($0, scheduleOnly: true, callbacks: true)
+    }
+    Benchmark("Timers: schedule 1M and fire all (NIO scheduleCallback)", configuration: timers) {
+        nioTimers($0, scheduleOnly: false, callbacks: true)
+    }
+
+    Benchmark("Execute 1M from another thread (NIO)", configuration: timers) { benchmark in
+        let countdown = Countdown()
+        countdown.remaining = benchmark.scaledIterations.count
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { nioLoop.execute { countdown.tick() } }
+        countdown.done.wait()
+        benchmark.stopMeasurement()
+    }
+
+    Benchmark("Timer lateness, 1,000 x 1 ms (NIO scheduleTask)", configuration: lateness) { benchmark in
+        let recorder = LatenessRecorder()
+        @Sendable func next() {
+            let deadline = monotonicNow() + 1_000_000
+            nioLoop.scheduleTask(in: .milliseconds(1)) {
+                if recorder.record(deadline: deadline) { next() }
+            }
+        }
+        nioLoop.execute { next() }
+        recorder.done.wait()
+        recorder.report(to: benchmark)
+    }
+
+    // MARK: Dispatch
+
+    let queue = DispatchQueue(label: "benchmark timers")
+
+    func dispatchTimers(_ benchmark: Benchmark, scheduleOnly: Bool) {
+        let countdown = Countdown()
+        countdown.remaining = timerOffsets.count
+        let base = DispatchTime.now()
+        benchmark.startMeasurement()
+        for offset in timerOffsets {
+            queue.asyncAfter(deadline: base + .nanoseconds(Int(offset))) { countdown.tick() }
+        }
+        if scheduleOnly { benchmark.stopMeasurement() }
+        countdown.done.wait()
+        if !scheduleOnly { benchmark.stopMeasurement() }
+    }
+    Benchmark("Timers: schedule 1M (Dispatch asyncAfter)", configuration: timers) {
+        dispatchTimers($0, scheduleOnly: true)
+    }
+    Benchmark("Timers: schedule 1M and fire all (Dispatch asyncAfter)", configuration: timers) {
+        dispatchTimers($0, scheduleOnly: false)
+    }
+
+    Benchmark("Timer lateness, 1,000 x 1 ms (Dispatch asyncAfter)", configuration: lateness) { benchmark in
+        let recorder = LatenessRecorder()
+        @Sendable func next() {
+            let deadline = monotonicNow() + 1_000_000
+            queue.asyncAfter(deadline: .now() + .milliseconds(1)) {
+                if recorder.record(deadline: deadline) { next() }
+            }
+        }
+        queue.async { next() }
+        recorder.done.wait()
+        recorder.report(to: benchmark)
+    }
+}
+
+/// Raw libuv: 1M preallocated, initialized `uv_timer_t`s on a loop run by the benchmark thread.
+let rawTimers: (loop: UnsafeMutablePointer<uv_loop_t>, timers: UnsafeMutablePointer<uv_timer_t>) = {
+    let loop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
+    uv_loop_init(loop)
+    let timers = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: timerOffsets.count)
+    for index in timerOffsets.indices { uv_timer_init(loop, timers + index) }
+    return (loop, timers)
+}()
+
+/// Fired timers of the raw libuv benchmark (its loop runs on the benchmark thread).
+nonisolated(unsafe) var rawFired = 0
+
+func rawLibuvTimers(_ benchmark: Benchmark, scheduleOnly: Bool) {
+    let (loop, timers) = rawTimers
+    rawFired = 0
+    benchmark.startMeasurement()
+    uv_update_time(loop)
+    for (index, offset) in timerOffsets.enumerated() {
+        uv_timer_start(timers + index, { _ in rawFired += 1 }, offset / 1_000_000, 0)
+    }
+    if scheduleOnly { benchmark.stopMeasurement() }
+    uv_run(loop, UV_RUN_DEFAULT)
+    if !scheduleOnly { benchmark.stopMeasurement() }
+    precondition(rawFired == timerOffsets.count, "raw libuv: \(rawFired) timers fired")
+}
+
+/// The raw libuv lateness run: its recorder and the current timer's deadline (its loop runs on
+/// the benchmark thread).
+nonisolated(unsafe) var rawLateness: (recorder: LatenessRecorder?, deadline: UInt64) = (nil, 0)
+
+/// Starts the next 1 ms raw libuv timer, as a libuv user would (`uv_update_time`, then 1 ms).
+func rawArm(_ timer: UnsafeMutablePointer<uv_timer_t>) {
+    uv_update_time(timer.pointee.loop)
+    rawLateness.deadline = monotonicNow() + 1_000_000
+    uv_timer_start(
+        timer,
+        { timer in
+            if rawLateness.recorder!.record(deadline: rawLateness.deadline) { rawArm(timer!) }
+        }, 1, 0)
+}
