@@ -221,6 +221,8 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
             stream,
             { handle, _, buf in
                 let connection = TCPConnection.owner(of: handle)
+                // Drop this reference first, or the buffer never looks free for reuse.
+                connection.current = nil
                 let storage = connection.buffer.next()
                 connection.current = storage
                 buf!.pointee = uv_buf_init(storage.base.assumingMemoryBound(to: CChar.self), UInt32(storage.capacity))

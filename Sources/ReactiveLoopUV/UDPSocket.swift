@@ -164,6 +164,8 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
             udp,
             { handle, _, buf in
                 let socket = UDPSocket.owner(of: handle)
+                // Drop this reference first, or the buffer never looks free for reuse.
+                socket.current = nil
                 let storage = socket.buffer.next()
                 socket.current = storage
                 buf!.pointee = uv_buf_init(storage.base.assumingMemoryBound(to: CChar.self), UInt32(storage.capacity))

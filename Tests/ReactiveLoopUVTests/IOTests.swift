@@ -127,6 +127,28 @@ struct UDPTests {
         }
     }
 
+    @Test func theReceiveBufferIsReusedOnceNoDatagramViewsIt() throws {
+        try withLoop { loop in
+            let socket = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
+            let buffers = Box<[ObjectIdentifier]>([])
+            let kept = Box<[Datagram]>([])
+            socket.datagrams.startWithResult { result in
+                guard case let .success(datagram) = result else { return }
+                buffers.modify { $0.append(ObjectIdentifier(datagram.bytes.storage)) }
+                if datagram.bytes.first == UInt8(ascii: "k") { kept.modify { $0.append(datagram) } }
+            }
+            for (index, payload) in ["drop", "drop", "keep", "after"].enumerated() {
+                socket.send(Array(payload.utf8), to: socket.localAddress)
+                #expect(eventually { buffers.value.count == index + 1 })
+            }
+            let ids = buffers.value
+            // Nothing kept the first two: one buffer. The third is kept, so the fourth needs another.
+            #expect(ids[0] == ids[1] && ids[1] == ids[2])
+            #expect(ids[3] != ids[2])
+            #expect(kept.value.first?.bytes.description == "keep")
+        }
+    }
+
     @Test func aSecondConcurrentRunFailsAndTheFirstKeepsReceiving() throws {
         try withLoop { loop in
             let server = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
