@@ -193,15 +193,11 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
     ///   `EPIPE` once it is shutting down). Called at once on the calling thread with
     ///   `UVError.loopStopped` if the loop had stopped.
     public func write(_ bytes: some Sequence<UInt8>, completion: ((UVError?) -> Void)? = nil) {
-        let request = _SendRequest(Array(bytes), completion)
-        let accepted = loop.onLoopThread { [self] in
-            guard handle != nil else { return request.finish(Int32(UV_ECANCELED.rawValue)) }
-            let status = uv_write(request.writeRequest, stream, &request.buffer, 1) { req, status in
-                _SendRequest.from(req!.pointee.data).finish(status)
+        _SendRequest(bytes, completion).submit(to: self) { [self] request in
+            uv_write(request.writeRequest, stream, &request.buffer, 1) { req, status in
+                _SendRequest.finished(req!.pointee.data, status)
             }
-            if status < 0 { request.finish(status) } else { request.retainUntilFinished() }
         }
-        if !accepted { completion?(.loopStopped) }
     }
 
     /// Closes the connection, from any thread: a `bytes` run completes and pending writes fail

@@ -131,20 +131,13 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     public func send(
         _ bytes: some Sequence<UInt8>, to destination: SocketAddress, completion: ((UVError?) -> Void)? = nil
     ) {
-        let request = _SendRequest(Array(bytes), completion)
-        let accepted = loop.onLoopThread { [self] in
-            guard let handle else { return request.finish(Int32(UV_ECANCELED.rawValue)) }
-            let status = destination.withUnsafePointer { address in
-                uv_udp_send(
-                    request.udpRequest, UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_udp_t.self),
-                    &request.buffer, 1, address
-                ) { req, status in
-                    _SendRequest.from(req!.pointee.data).finish(status)
+        _SendRequest(bytes, completion).submit(to: self) { [self] request in
+            destination.withUnsafePointer { address in
+                uv_udp_send(request.udpRequest, udp, &request.buffer, 1, address) { req, status in
+                    _SendRequest.finished(req!.pointee.data, status)
                 }
             }
-            if status < 0 { request.finish(status) } else { request.retainUntilFinished() }
         }
-        if !accepted { completion?(.loopStopped) }
     }
 
     /// Closes the socket, from any thread: a `datagrams` run completes, pending sends fail
@@ -197,43 +190,53 @@ extension UnsafeMutablePointer {
     }
 }
 
-/// One send or write: the bytes (kept alive until libuv is done with them), the request and
-/// the completion.
+/// One send or write: a copy of the bytes that the request owns (libuv reads them until its
+/// callback), the request and the completion.
 final class _SendRequest: @unchecked Sendable {  // Handed to the loop thread once.
-    private let bytes: [UInt8]
+    private let bytes: UnsafeMutableRawBufferPointer
     var buffer: uv_buf_t
     private let completion: ((UVError?) -> Void)?
     private let request: UnsafeMutableRawPointer
 
-    init(_ bytes: [UInt8], _ completion: ((UVError?) -> Void)?) {
-        self.bytes = bytes
+    init(_ source: some Sequence<UInt8>, _ completion: ((UVError?) -> Void)?) {
+        let array = Array(source)
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(array.count, 1), alignment: 1)
+        array.withUnsafeBytes { copy.copyMemory(from: $0) }
+        bytes = copy
+        buffer = uv_buf_init(copy.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(array.count))
         self.completion = completion
         let size = max(MemoryLayout<uv_udp_send_t>.size, MemoryLayout<uv_write_t>.size)
         request = .allocate(byteCount: size, alignment: 16)
-        buffer = bytes.withUnsafeBufferPointer { pointer in
-            uv_buf_init(
-                UnsafeMutablePointer(mutating: pointer.baseAddress).map {
-                    UnsafeMutableRawPointer($0).assumingMemoryBound(to: CChar.self)
-                }, UInt32(pointer.count))
-        }
         request.assumingMemoryBound(to: uv_req_t.self).pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
-    deinit { request.deallocate() }
+    deinit {
+        request.deallocate()
+        bytes.deallocate()
+    }
 
     var udpRequest: UnsafeMutablePointer<uv_udp_send_t> { request.assumingMemoryBound(to: uv_udp_send_t.self) }
     var writeRequest: UnsafeMutablePointer<uv_write_t> { request.assumingMemoryBound(to: uv_write_t.self) }
 
-    /// libuv holds the request until its callback: keep the object alive until then.
-    func retainUntilFinished() { _ = Unmanaged.passRetained(self) }
-
-    static func from(_ data: UnsafeMutableRawPointer?) -> _SendRequest {
-        let unmanaged = Unmanaged<_SendRequest>.fromOpaque(data!)
-        defer { unmanaged.release() }
-        return unmanaged.takeUnretainedValue()
+    /// Submits the request on the loop thread through `start` (a libuv call whose callback
+    /// calls `finished(_:_:)`) while `owner` is open: `ECANCELED` once it is closed, the error if
+    /// `start` fails, `UVError.loopStopped` at once if the loop was stopped.
+    func submit(to owner: some _LoopOwnedHandle, _ start: @escaping (_SendRequest) -> Int32) {
+        let accepted = owner.loop.onLoopThread { [self] in
+            guard owner.handle != nil else { return finish(Int32(UV_ECANCELED.rawValue)) }
+            let status = start(self)
+            // libuv holds the request until its callback: keep the object alive until then.
+            if status < 0 { finish(status) } else { _ = Unmanaged.passRetained(self) }
+        }
+        if !accepted { completion?(.loopStopped) }
     }
 
-    func finish(_ status: Int32) {
+    /// The libuv callback's end of `submit`: releases the request and reports `status`.
+    static func finished(_ data: UnsafeMutableRawPointer?, _ status: Int32) {
+        Unmanaged<_SendRequest>.fromOpaque(data!).takeRetainedValue().finish(status)
+    }
+
+    private func finish(_ status: Int32) {
         completion?(status < 0 ? UVError(code: status, operation: "send") : nil)
     }
 }
