@@ -7,6 +7,12 @@ let package = Package(
         .library(name: "ReactiveLoop", targets: ["ReactiveLoop"]),
         .library(name: "ReactiveLoopUV", targets: ["ReactiveLoopUV"]),
         .executable(name: "reactiveloop-example", targets: ["ReactiveLoopExample"]),
+        .executable(name: "loopd", targets: ["loopd"]),
+        .executable(name: "loopd-bench", targets: ["loopd-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         .target(
@@ -22,6 +28,26 @@ let package = Package(
         // whose main thread runs an event loop (the test runner's main thread runs Dispatch).
         .executableTarget(
             name: "UVTestHost", dependencies: ["ReactiveLoop", "ReactiveLoopUV"], path: "Tests/UVTestHost"),
+        // loopd: a StatsD daemon. LoopdCore is its parser, series table and output formats, usable
+        // (and fuzzable) without sockets; loopd is the flags and the wiring on the loop.
+        .target(
+            name: "LoopdCore",
+            dependencies: ["ReactiveLoop", "ReactiveLoopUV", .product(name: "Logging", package: "swift-log")]
+        ),
+        .executableTarget(
+            name: "loopd",
+            dependencies: [
+                "LoopdCore", "ReactiveLoop", "ReactiveLoopUV",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The load generator and side-by-side runner for loopd and collectd (docs/performance.md).
+        .executableTarget(
+            name: "loopd-bench",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(name: "LoopdTests", dependencies: ["LoopdCore", "loopd"]),
         .testTarget(name: "ReactiveLoopUVTests", dependencies: ["ReactiveLoop", "ReactiveLoopUV", "UVTestHost"]),
     ],
     swiftLanguageModes: [.v6]

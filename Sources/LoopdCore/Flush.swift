@@ -1,0 +1,134 @@
+// What a flush reports: the ended interval's table summarised series by series. Runs on the
+// formatter's thread, off the ingest path.
+
+/// One of loopd's own metrics (`loopd.*`), reported in every flush beside the series.
+public struct InternalMetric: Sendable, Equatable {
+    /// The name, `loopd.` included.
+    public var name: String
+    /// A counter (the interval's count, and `total` since start) or a gauge (`value`).
+    public var kind: MetricKind
+    /// The interval's count for a counter; the value for a gauge.
+    public var value: Double
+    /// For a counter, the count since start (Prometheus reports this one).
+    public var total: Double
+
+    /// Creates a metric.
+    public init(name: String, kind: MetricKind, value: Double, total: Double = 0) {
+        self.name = name
+        self.kind = kind
+        self.value = value
+        self.total = total
+    }
+}
+
+/// The statistics of one series' samples over an interval (timers, histograms, distributions).
+public struct SampleStats: Sendable, Equatable {
+    /// The number of samples received (not scaled by sample rates).
+    public var samples: Int
+    /// Their sum, smallest, largest and mean.
+    public var sum, min, max, mean: Double
+    /// Nearest-rank percentiles: the smallest sample with at least p% of samples at or below it.
+    public var p50, p90, p95, p99: Double
+
+    /// Creates statistics.
+    public init(
+        samples: Int, sum: Double, min: Double, max: Double, mean: Double, p50: Double, p90: Double, p95: Double,
+        p99: Double
+    ) {
+        (self.samples, self.sum, self.min, self.max, self.mean) = (samples, sum, min, max, mean)
+        (self.p50, self.p90, self.p95, self.p99) = (p50, p90, p95, p99)
+    }
+}
+
+/// One series in a flush.
+public struct Summary: Sendable, Equatable {
+    /// The series' index in the flushed table.
+    public var series: Int
+    /// Its kind.
+    public var kind: MetricKind
+    /// Whether a line for it arrived in the interval.
+    public var hasData: Bool
+    /// Counter: the interval's count (scaled by 1/rate). Gauge: the value. Set: distinct
+    /// members in the interval. Sampled kinds: the interval's count, scaled by 1/rate.
+    public var value: Double
+    /// Counters and sampled kinds: the count since the series was created.
+    public var total: Double
+    /// Sampled kinds: the sum of values since the series was created.
+    public var totalSum: Double
+    /// Sampled kinds with samples in the interval: their statistics.
+    public var stats: SampleStats?
+}
+
+/// A flushed interval: the table as it stood when the interval ended, and loopd's own metrics.
+public struct Flush: Sendable {
+    /// The table of the ended interval.
+    public let table: SeriesTable
+    /// When the interval ended, in seconds since 1970.
+    public let timestamp: Double
+    /// The interval's length in seconds.
+    public let intervalSeconds: Double
+    /// loopd's own metrics.
+    public let internalMetrics: [InternalMetric]
+
+    /// Creates a flush.
+    public init(table: SeriesTable, timestamp: Double, intervalSeconds: Double, internalMetrics: [InternalMetric]) {
+        self.table = table
+        self.timestamp = timestamp
+        self.intervalSeconds = intervalSeconds
+        self.internalMetrics = internalMetrics
+    }
+
+    /// Every series of the table, in table order, with its sampled kinds' statistics.
+    ///
+    /// - Complexity: O(n log n) in the interval's samples (they are sorted).
+    public func summaries() -> [Summary] {
+        var samples = table.samples
+        samples.sort { $0.series != $1.series ? $0.series < $1.series : $0.value < $1.value }
+        var stats = [Int32: SampleStats]()
+        var start = 0
+        while start < samples.count {
+            var end = start
+            let series = samples[start].series
+            var sum = 0.0
+            while end < samples.count && samples[end].series == series {
+                sum += samples[end].value
+                end += 1
+            }
+            let count = end - start
+            func percentile(_ p: Int) -> Double {
+                let rank = (count * p + 99) / 100  // ceil(count * p / 100), at least 1
+                return samples[start + Swift.max(rank, 1) - 1].value
+            }
+            stats[series] = SampleStats(
+                samples: count, sum: sum, min: samples[start].value, max: samples[end - 1].value,
+                mean: sum / Double(count), p50: percentile(50), p90: percentile(90), p95: percentile(95),
+                p99: percentile(99))
+            start = end
+        }
+        var summaries = [Summary]()
+        summaries.reserveCapacity(table.count)
+        for series in 0..<table.count {
+            let kind = table.kind(series)
+            let value =
+                kind == .set ? Double(table.setMembers[Int32(series)]?.count ?? 0) : table.current[series]
+            summaries.append(
+                Summary(
+                    series: series, kind: kind, hasData: table.lastSeen[series] == table.interval, value: value,
+                    total: table.total[series], totalSum: table.totalSum[series], stats: stats[Int32(series)]))
+        }
+        return summaries
+    }
+
+    /// The name of series `index`: its key without the kind and the tags.
+    public func name(_ index: Int) -> ArraySlice<UInt8> {
+        let key = table.key(index).dropFirst()
+        return key[..<(key.firstIndex(of: UInt8(ascii: "|")) ?? key.endIndex)]
+    }
+
+    /// The tags of series `index`, sorted, each as sent (`key:value` or `key`).
+    public func tags(_ index: Int) -> [ArraySlice<UInt8>] {
+        let key = table.key(index).dropFirst()
+        guard let bar = key.firstIndex(of: UInt8(ascii: "|")) else { return [] }
+        return key[(bar + 2)...].split(separator: UInt8(ascii: ","))
+    }
+}

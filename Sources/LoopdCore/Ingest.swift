@@ -1,0 +1,93 @@
+// Datagrams and lines into the series table, with the counts loopd reports about itself.
+// Standard library only (the fuzz target drives this type).
+
+/// Parses StatsD datagrams and lines into a `SeriesTable`, counting what it sees.
+///
+/// Confined to one thread (loopd's loop thread): every method mutates.
+public final class Ingest {
+    /// The parser (its `maxLineLength` is loopd's `--max-line`).
+    public let parser: StatsDParser
+    /// The series and the current interval's aggregates.
+    public private(set) var table: SeriesTable
+    /// Counts since start.
+    public private(set) var counts = Counts()
+    /// Called for each rejected line, with the reason and the line's bytes (valid during the
+    /// call only). Nil: rejected lines are only counted.
+    public var onBadLine: ((LineError, UnsafeRawBufferPointer) -> Void)?
+    /// Called the first time a line for a new series is dropped because the table is full, and
+    /// then once per interval while it goes on.
+    public var onTableFull: ((UnsafeRawBufferPointer) -> Void)?
+    private var reportedFullInInterval: UInt32 = 0
+
+    /// What `Ingest` has counted since it was created.
+    public struct Counts: Sendable, Equatable {
+        /// Datagrams received.
+        public var packets: UInt64 = 0
+        /// Lines received (valid or not; empty lines are not lines).
+        public var lines: UInt64 = 0
+        /// Lines rejected as malformed.
+        public var badLines: UInt64 = 0
+        /// Lines dropped because they named a new series while the table was full.
+        public var droppedSeries: UInt64 = 0
+
+        /// Zero counts.
+        public init() {}
+    }
+
+    /// Creates an ingest stage for lines of at most `maxLineLength` bytes and at most
+    /// `maxSeries` series.
+    public init(maxLineLength: Int, maxSeries: Int) {
+        parser = StatsDParser(maxLineLength: maxLineLength)
+        table = SeriesTable(maxSeries: maxSeries)
+    }
+
+    /// Records every line of a datagram (lines end with `\n`; a `\r` before it is dropped; empty
+    /// lines are skipped). `truncated`: the datagram lost its tail, so its last line is rejected
+    /// as `LineError.tooLong`.
+    public func ingest(datagram: UnsafeRawBufferPointer, truncated: Bool = false) {
+        counts.packets &+= 1
+        var start = 0
+        let end = datagram.count
+        while start < end {
+            var newline = start
+            while newline < end && datagram[newline] != UInt8(ascii: "\n") { newline += 1 }
+            if newline == end && truncated {
+                reject(.tooLong, UnsafeRawBufferPointer(rebasing: datagram[start..<end]))
+                return
+            }
+            ingest(line: UnsafeRawBufferPointer(rebasing: datagram[start..<newline]))
+            start = newline + 1
+        }
+    }
+
+    /// Records one line (without its `\n`; a trailing `\r` is dropped; an empty line is skipped).
+    public func ingest(line: UnsafeRawBufferPointer) {
+        var line = line
+        if let last = line.last, last == UInt8(ascii: "\r") { line = UnsafeRawBufferPointer(rebasing: line.dropLast()) }
+        guard !line.isEmpty else { return }
+        counts.lines &+= 1
+        if let error = parser.parse(line) {
+            counts.badLines &+= 1
+            onBadLine?(error, line)
+            return
+        }
+        if table.record(parser) == .tableFull {
+            counts.droppedSeries &+= 1
+            if reportedFullInInterval != table.interval {
+                reportedFullInInterval = table.interval
+                onTableFull?(line)
+            }
+        }
+    }
+
+    /// Counts a line that could not be framed (a TCP line over `--max-line`) as received and
+    /// rejected for `error`.
+    public func reject(_ error: LineError, _ line: UnsafeRawBufferPointer) {
+        counts.lines &+= 1
+        counts.badLines &+= 1
+        onBadLine?(error, line)
+    }
+
+    /// Ends the interval: see `SeriesTable.endInterval(expireAfter:)`.
+    public func endInterval(expireAfter: UInt32) -> SeriesTable { table.endInterval(expireAfter: expireAfter) }
+}

@@ -1,0 +1,217 @@
+// The series table: every series loopd knows, and what the current interval recorded for it.
+// Standard library only (the fuzz target compiles it with the parser).
+
+/// One timer, histogram or distribution sample of the current interval.
+public struct Sample: Sendable, Equatable {
+    /// The series' index in the table.
+    public var series: Int32
+    /// The value.
+    public var value: Double
+}
+
+/// Every series loopd knows, indexed by canonical key, and the current interval's aggregates.
+///
+/// A value type whose storage is a handful of flat arrays, so that a flush is a copy of the
+/// struct (the arrays are shared, copy-on-write) and the loop thread goes on recording into its
+/// own copy while a formatter reads the old one on another thread.
+///
+/// - Series are found with an open-addressing hash table over the keys' bytes; recording into
+///   a known series allocates nothing (a timer sample appends to one array, which grows
+///   geometrically and keeps its capacity from one interval to the next).
+/// - Memory per counter series: its key's bytes, plus 36 bytes of columns and 8 to 16 of index
+///   (two to four 4-byte slots).
+public struct SeriesTable: Sendable {
+    /// The most series the table holds; a line for a new series beyond it is dropped.
+    public let maxSeries: Int
+    /// The number of the current interval (the first is 1).
+    public private(set) var interval: UInt32 = 1
+
+    // Columns, indexed by series. A key is the parser's canonical key: the kind's raw value,
+    // the name, and "|#" plus the sorted tags if any.
+    private(set) var keyBytes: [UInt8] = []
+    private(set) var keyEnds: [UInt32] = []
+    private var hashes: [UInt32] = []
+    /// The interval of the series' last line.
+    private(set) var lastSeen: [UInt32] = []
+    /// Counters: this interval's sum. Gauges: the value. Sampled kinds: this interval's count,
+    /// scaled by 1/rate. Sets: unused.
+    private(set) var current: [Double] = []
+    /// Counters and sampled kinds: the count since the series was created (Prometheus'
+    /// cumulative counters); gauges and sets: unused.
+    private(set) var total: [Double] = []
+    /// Sampled kinds: the sum of the values since the series was created.
+    private(set) var totalSum: [Double] = []
+    /// Open addressing, linear probing: a series index or -1. Its count is a power of two, at
+    /// least twice the number of series.
+    private var slots: [Int32] = Array(repeating: -1, count: 64)
+
+    /// The samples of the current interval, in arrival order.
+    private(set) var samples: [Sample] = []
+    /// The hashes of the members of each set series seen in the current interval.
+    private(set) var setMembers: [Int32: Set<UInt64>] = [:]
+
+    /// Creates an empty table.
+    ///
+    /// - Precondition: `maxSeries` is positive.
+    public init(maxSeries: Int) {
+        guard maxSeries > 0 else { fatalError("SeriesTable(maxSeries:): maxSeries must be > 0, got \(maxSeries)") }
+        self.maxSeries = maxSeries
+    }
+
+    /// The number of series.
+    public var count: Int { keyEnds.count }
+
+    /// The canonical key of series `index`.
+    public func key(_ index: Int) -> ArraySlice<UInt8> {
+        keyBytes[(index == 0 ? 0 : Int(keyEnds[index - 1]))..<Int(keyEnds[index])]
+    }
+
+    /// The kind of series `index`.
+    public func kind(_ index: Int) -> MetricKind {
+        MetricKind(rawValue: keyBytes[index == 0 ? 0 : Int(keyEnds[index - 1])])!
+    }
+
+    // MARK: Recording
+
+    /// What `record(_:)` did with a parsed line.
+    public enum Outcome: Sendable, Equatable {
+        /// Recorded into a series that already existed.
+        case recorded
+        /// Recorded into a new series.
+        case created
+        /// Dropped: the line was for a new series and the table holds `maxSeries`.
+        case tableFull
+    }
+
+    /// Records the line `parser` has just parsed into its series, creating the series if need be.
+    public mutating func record(_ parser: StatsDParser) -> Outcome {
+        let key = parser.key
+        let hash = parser.keyHash
+        let hash32 = UInt32(truncatingIfNeeded: hash >> 32)
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        var outcome = Outcome.recorded
+        var series: Int32
+        while true {
+            series = slots[slot]
+            if series < 0 {
+                guard count < maxSeries else { return .tableFull }
+                series = insert(key, hash32, at: slot)
+                outcome = .created
+                break
+            }
+            if hashes[Int(series)] == hash32 && keyEquals(Int(series), key) { break }
+            slot = (slot + 1) & mask
+        }
+        apply(parser, to: Int(series))
+        return outcome
+    }
+
+    private func keyEquals(_ series: Int, _ key: UnsafeRawBufferPointer) -> Bool {
+        let start = series == 0 ? 0 : Int(keyEnds[series - 1])
+        let end = Int(keyEnds[series])
+        guard end - start == key.count else { return false }
+        return keyBytes.withUnsafeBytes { memcmpBytes($0.baseAddress! + start, key.baseAddress!, key.count) == 0 }
+    }
+
+    private mutating func insert(_ key: UnsafeRawBufferPointer, _ hash32: UInt32, at slot: Int) -> Int32 {
+        let series = Int32(count)
+        keyBytes.append(contentsOf: key)
+        keyEnds.append(UInt32(keyBytes.count))
+        hashes.append(hash32)
+        lastSeen.append(interval)
+        current.append(0)
+        total.append(0)
+        totalSum.append(0)
+        slots[slot] = series
+        if count * 2 > slots.count { rebuildIndex(capacity: slots.count * 2) }
+        return series
+    }
+
+    private mutating func apply(_ parser: StatsDParser, to series: Int) {
+        lastSeen[series] = interval
+        let rate = parser.sampleRate
+        switch parser.kind {
+        case .counter:
+            var sum = 0.0
+            for value in parser.values { sum += value }
+            current[series] += sum / rate
+            total[series] += sum / rate
+        case .gauge:
+            for (value, delta) in zip(parser.values, parser.isDelta) {
+                current[series] = delta ? current[series] + value : value
+            }
+        case .timer, .histogram, .distribution:
+            for value in parser.values {
+                samples.append(Sample(series: Int32(series), value: value))
+                totalSum[series] += value
+            }
+            let scaled = Double(parser.values.count) / rate
+            current[series] += scaled
+            total[series] += scaled
+        case .set:
+            for member in parser.members { setMembers[Int32(series), default: []].insert(member) }
+        }
+    }
+
+    /// Rebuilds the index from the stored hashes, with `capacity` slots (a power of two).
+    private mutating func rebuildIndex(capacity: Int) {
+        var slots = [Int32](repeating: -1, count: capacity)
+        let mask = capacity - 1
+        for series in 0..<count {
+            let keyStart = series == 0 ? 0 : Int(keyEnds[series - 1])
+            let hash = keyBytes.withUnsafeBytes {
+                StatsDParser.hash(UnsafeRawBufferPointer(rebasing: $0[keyStart..<Int(keyEnds[series])]))
+            }
+            var slot = Int(truncatingIfNeeded: hash) & mask
+            while slots[slot] >= 0 { slot = (slot + 1) & mask }
+            slots[slot] = Int32(series)
+        }
+        self.slots = slots
+    }
+
+    // MARK: Intervals
+
+    /// Ends the current interval: returns the table as it stands (for a formatter to read on any
+    /// thread) and starts the next interval, in which counters, samples and sets start empty and
+    /// gauges keep their values. Series without a line in the last `expireAfter` intervals are
+    /// removed (0: never).
+    ///
+    /// - Complexity: O(series) on the calling thread (a reset pass, and a rebuild if a series
+    ///   expired); formatting the returned table is the formatter's.
+    public mutating func endInterval(expireAfter: UInt32) -> SeriesTable {
+        let ended = self
+        let sampleCapacity = samples.count
+        samples = []
+        samples.reserveCapacity(sampleCapacity)
+        setMembers = [:]
+        var expired = 0
+        for series in 0..<count {
+            if kind(series) != .gauge { current[series] = 0 }
+            if expireAfter > 0 && interval &- lastSeen[series] >= expireAfter { expired += 1 }
+        }
+        if expired > 0 { removeIdle(expireAfter: expireAfter, keeping: count - expired) }
+        interval &+= 1
+        return ended
+    }
+
+    private mutating func removeIdle(expireAfter: UInt32, keeping: Int) {
+        var next = SeriesTable(maxSeries: maxSeries)
+        next.interval = interval
+        next.keyBytes.reserveCapacity(keyBytes.count)
+        var capacity = 64
+        while capacity < keeping * 2 { capacity *= 2 }
+        for series in 0..<count where interval &- lastSeen[series] < expireAfter {
+            next.keyBytes.append(contentsOf: key(series))
+            next.keyEnds.append(UInt32(next.keyBytes.count))
+            next.hashes.append(hashes[series])
+            next.lastSeen.append(lastSeen[series])
+            next.current.append(current[series])
+            next.total.append(total[series])
+            next.totalSum.append(totalSum[series])
+        }
+        next.samples = samples
+        next.rebuildIndex(capacity: capacity)
+        self = next
+    }
+}

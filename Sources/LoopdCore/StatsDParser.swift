@@ -1,0 +1,429 @@
+// The StatsD line parser: bytes in, a canonical series key and parsed values out, with no
+// allocation once its scratch space has grown to the largest line seen. Standard library only,
+// so that the fuzz target (scripts/fuzz-parser) compiles it on its own.
+
+/// The kind of a StatsD metric, named by the type field of its line (`name:1|c`).
+public enum MetricKind: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    /// `c`: a count, scaled by 1/rate, summed over the interval and reset at each flush.
+    case counter
+    /// `g`: a value that persists across flushes; `+n` and `-n` change it by n.
+    case gauge
+    /// `ms`: a timing; each flush reports count, sum, min, max, mean and percentiles.
+    case timer
+    /// `h`: a histogram sample, summarised like a timer.
+    case histogram
+    /// `d`: a distribution sample, summarised like a timer.
+    case distribution
+    /// `s`: a set member; each flush reports the number of distinct members.
+    case set
+
+    /// The type field that names this kind in a line: `c`, `g`, `ms`, `h`, `d` or `s`.
+    public var typeField: String {
+        switch self {
+        case .counter: "c"
+        case .gauge: "g"
+        case .timer: "ms"
+        case .histogram: "h"
+        case .distribution: "d"
+        case .set: "s"
+        }
+    }
+
+    /// The type field.
+    public var description: String { typeField }
+
+    /// Whether each flush summarises this kind's samples (count, sum, min, max, mean, percentiles).
+    public var isSampled: Bool { self == .timer || self == .histogram || self == .distribution }
+}
+
+/// Why a StatsD line was rejected. The valid lines of the same datagram are kept.
+public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvertible {
+    /// Nothing before the first `:`.
+    case emptyName
+    /// No `:` between the name and a value.
+    case missingValue
+    /// No `|type` field after the value.
+    case missingType
+    /// A value that is not a finite decimal number (or an empty set member).
+    case badValue
+    /// A type field other than `c`, `g`, `ms`, `h`, `d` and `s`.
+    case unknownType
+    /// An `@rate` field that is not a number in (0, 1].
+    case badSampleRate
+    /// Bytes that are not UTF-8.
+    case notUTF8
+    /// A line longer than the parser's `maxLineLength`, or cut short by an oversized datagram.
+    case tooLong
+
+    /// The reason, in a few words, for a log line.
+    public var description: String {
+        switch self {
+        case .emptyName: "empty metric name"
+        case .missingValue: "no ':' before a value"
+        case .missingType: "no '|type' field"
+        case .badValue: "value is not a finite number"
+        case .unknownType: "unknown metric type (expected c, g, ms, h, d or s)"
+        case .badSampleRate: "sample rate not in (0, 1]"
+        case .notUTF8: "not UTF-8"
+        case .tooLong: "line too long"
+        }
+    }
+}
+
+/// Parses StatsD lines, with the DogStatsD extensions, from bytes.
+///
+/// A line is `name:value[:value…]|type[|@rate][|#tag,tag:value…][|c:container][|T timestamp]`;
+/// other `|x…` fields are accepted and ignored. `parse(_:)` fills `key` with the series' canonical
+/// key (its kind, its name and its tags sorted) and `values` with the line's values, reusing the
+/// same storage for every line: a line never allocates once the scratch space has grown to fit.
+///
+/// Not thread-safe: one parser per thread (loopd has one, on the loop thread).
+public final class StatsDParser {
+    /// The longest line accepted, in bytes; longer lines fail with `LineError.tooLong`.
+    public let maxLineLength: Int
+    /// The kind of the last line parsed.
+    public private(set) var kind = MetricKind.counter
+    /// The sample rate of the last line parsed (1 when it has no `@rate`).
+    public private(set) var sampleRate = 1.0
+    /// The values of the last line parsed: numbers, or for a set, the hashes of its members.
+    public private(set) var values: [Double] = []
+    /// For a gauge, whether each value of the last line was signed (a change, not a new value).
+    public private(set) var isDelta: [Bool] = []
+    /// For a set, the 64-bit hashes of the members of the last line.
+    public private(set) var members: [UInt64] = []
+    /// The canonical key of the last line: its kind's raw value, its name, and if it has tags
+    /// `|#` and the tags sorted bytewise, joined by `,`. Valid until the next `parse(_:)`.
+    public var key: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: keyStorage[0..<keyLength]) }
+    /// The hash of `key`, with the process's seed.
+    public private(set) var keyHash: UInt64 = 0
+
+    private let keyStorage: UnsafeMutableRawBufferPointer
+    private var keyLength = 0
+    private var tags: [Range<Int>] = []
+
+    /// Creates a parser for lines of at most `maxLineLength` bytes.
+    ///
+    /// - Precondition: `maxLineLength` is positive.
+    public init(maxLineLength: Int) {
+        guard maxLineLength > 0 else {
+            fatalError("StatsDParser(maxLineLength:): maxLineLength must be > 0, got \(maxLineLength)")
+        }
+        self.maxLineLength = maxLineLength
+        // A key holds the kind byte, the name, "|#" and the tags: never more than the line.
+        keyStorage = .allocate(byteCount: maxLineLength + 3, alignment: 8)
+        values.reserveCapacity(16)
+        isDelta.reserveCapacity(16)
+        members.reserveCapacity(16)
+        tags.reserveCapacity(16)
+    }
+
+    deinit { keyStorage.deallocate() }
+
+    /// Parses one line (without its `\n`). On success the line's kind, key, values and rate are
+    /// in the parser's properties; on failure they are unspecified.
+    public func parse(_ line: UnsafeRawBufferPointer) -> LineError? {
+        guard line.count <= maxLineLength else { return .tooLong }
+        guard isUTF8(line) else { return .notUTF8 }
+        let end = line.count
+        // The name runs to the first ':'; the values, to the first '|'.
+        let colon = index(of: UInt8(ascii: ":"), in: line, from: 0, to: end)
+        guard colon > 0 else { return .emptyName }
+        // A '|' before the first ':' means the value (and its ':') is missing: "name|c".
+        guard colon < end, index(of: UInt8(ascii: "|"), in: line, from: 0, to: colon) == colon else {
+            return .missingValue
+        }
+        let bar = index(of: UInt8(ascii: "|"), in: line, from: colon + 1, to: end)
+        guard bar < end else { return .missingType }
+        let typeEnd = index(of: UInt8(ascii: "|"), in: line, from: bar + 1, to: end)
+        guard let kind = Self.kind(line, bar + 1, typeEnd) else { return .unknownType }
+        self.kind = kind
+
+        // The optional fields: @rate, #tags; others are skipped.
+        sampleRate = 1
+        tags.removeAll(keepingCapacity: true)
+        var field = typeEnd
+        while field < end {
+            let start = field + 1
+            let next = index(of: UInt8(ascii: "|"), in: line, from: start, to: end)
+            if start < next {
+                switch line[start] {
+                case UInt8(ascii: "@"):
+                    guard let rate = Self.number(line, start + 1, next), rate > 0, rate <= 1 else {
+                        return .badSampleRate
+                    }
+                    sampleRate = rate
+                case UInt8(ascii: "#"):
+                    var tag = start + 1
+                    while tag <= next {
+                        let comma = index(of: UInt8(ascii: ","), in: line, from: tag, to: next)
+                        if tag < comma { tags.append(tag..<comma) }
+                        tag = comma + 1
+                    }
+                default: break  // c:container, T<timestamp>, and fields yet to come
+                }
+            }
+            field = next
+        }
+
+        // The values: numbers, or for a set, members (hashed).
+        values.removeAll(keepingCapacity: true)
+        isDelta.removeAll(keepingCapacity: true)
+        members.removeAll(keepingCapacity: true)
+        var value = colon + 1
+        while value <= bar {
+            let next = index(of: UInt8(ascii: ":"), in: line, from: value, to: bar)
+            if kind == .set {
+                guard value < next else { return .badValue }
+                members.append(Self.hash(UnsafeRawBufferPointer(rebasing: line[value..<next])))
+            } else {
+                guard let number = Self.number(line, value, next) else { return .badValue }
+                values.append(number)
+                isDelta.append(line[value] == UInt8(ascii: "+") || line[value] == UInt8(ascii: "-"))
+            }
+            value = next + 1
+        }
+
+        buildKey(line, name: 0..<colon)
+        return nil
+    }
+
+    // MARK: The key
+
+    private func buildKey(_ line: UnsafeRawBufferPointer, name: Range<Int>) {
+        var length = 0
+        func append(_ range: Range<Int>) {
+            let count = range.count
+            (keyStorage.baseAddress! + length).copyMemory(from: line.baseAddress! + range.lowerBound, byteCount: count)
+            length += count
+        }
+        keyStorage[0] = kind.rawValue
+        length = 1
+        append(name)
+        if !tags.isEmpty {
+            sortTags(line)
+            keyStorage[length] = UInt8(ascii: "|")
+            keyStorage[length + 1] = UInt8(ascii: "#")
+            length += 2
+            for (position, tag) in tags.enumerated() {
+                if position > 0 {
+                    keyStorage[length] = UInt8(ascii: ",")
+                    length += 1
+                }
+                append(tag)
+            }
+        }
+        keyLength = length
+        keyHash = Self.hash(key)
+    }
+
+    /// Sorts `tags` bytewise, in place: insertion sort, as lines carry a handful of tags,
+    /// usually already in order.
+    private func sortTags(_ line: UnsafeRawBufferPointer) {
+        guard tags.count > 1 else { return }
+        for position in 1..<tags.count {
+            let tag = tags[position]
+            var hole = position
+            while hole > 0 && Self.less(line, tag, tags[hole - 1]) {
+                tags[hole] = tags[hole - 1]
+                hole -= 1
+            }
+            tags[hole] = tag
+        }
+    }
+
+    private static func less(_ line: UnsafeRawBufferPointer, _ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        let shared = min(a.count, b.count)
+        let order = memcmpBytes(line.baseAddress! + a.lowerBound, line.baseAddress! + b.lowerBound, shared)
+        return order != 0 ? order < 0 : a.count < b.count
+    }
+
+    // MARK: Fields
+
+    private func index(of byte: UInt8, in line: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int {
+        var position = start
+        while position < end && line[position] != byte { position += 1 }
+        return position
+    }
+
+    private static func kind(_ line: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> MetricKind? {
+        switch end - start {
+        case 1:
+            switch line[start] {
+            case UInt8(ascii: "c"): .counter
+            case UInt8(ascii: "g"): .gauge
+            case UInt8(ascii: "h"): .histogram
+            case UInt8(ascii: "d"): .distribution
+            case UInt8(ascii: "s"): .set
+            default: nil
+            }
+        case 2: line[start] == UInt8(ascii: "m") && line[start + 1] == UInt8(ascii: "s") ? .timer : nil
+        default: nil
+        }
+    }
+
+    /// A finite decimal number: `[+-]digits[.digits][e[+-]digits]`, with at least one digit
+    /// before the exponent. Exact (Clinger's fast path) when the digits fit 2^53 and the power of
+    /// ten is at most 22; otherwise the standard library's conversion, which allocates.
+    static func number(_ line: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> Double? {
+        var position = start
+        var negative = false
+        if position < end && (line[position] == UInt8(ascii: "+") || line[position] == UInt8(ascii: "-")) {
+            negative = line[position] == UInt8(ascii: "-")
+            position += 1
+        }
+        var mantissa: UInt64 = 0
+        var digits = 0
+        var significant = 0
+        var exponent = 0
+        var exact = true
+        func digit(_ byte: UInt8) -> UInt64? { byte &- 48 < 10 ? UInt64(byte &- 48) : nil }
+        while position < end, let d = digit(line[position]) {
+            if significant < 19 {
+                mantissa = mantissa &* 10 &+ d
+                if mantissa != 0 { significant += 1 }
+            } else {
+                exponent += 1
+                exact = false
+            }
+            digits += 1
+            position += 1
+        }
+        if position < end && line[position] == UInt8(ascii: ".") {
+            position += 1
+            while position < end, let d = digit(line[position]) {
+                if significant < 19 {
+                    mantissa = mantissa &* 10 &+ d
+                    if mantissa != 0 { significant += 1 }
+                    exponent -= 1
+                } else {
+                    exact = false
+                }
+                digits += 1
+                position += 1
+            }
+        }
+        guard digits > 0 else { return nil }
+        if position < end && (line[position] == UInt8(ascii: "e") || line[position] == UInt8(ascii: "E")) {
+            position += 1
+            var negativeExponent = false
+            if position < end && (line[position] == UInt8(ascii: "+") || line[position] == UInt8(ascii: "-")) {
+                negativeExponent = line[position] == UInt8(ascii: "-")
+                position += 1
+            }
+            var written = 0
+            var exponentDigits = 0
+            while position < end, let d = digit(line[position]) {
+                if written < 100_000 { written = written * 10 + Int(d) }
+                exponentDigits += 1
+                position += 1
+            }
+            guard exponentDigits > 0 else { return nil }
+            exponent += negativeExponent ? -written : written
+        }
+        guard position == end else { return nil }
+        if exact && mantissa < (1 << 53) && exponent >= -22 && exponent <= 22 {
+            let magnitude = Double(mantissa)
+            let scaled = exponent < 0 ? magnitude / powersOfTen[-exponent] : magnitude * powersOfTen[exponent]
+            return negative ? -scaled : scaled
+        }
+        if mantissa == 0 { return negative ? -0.0 : 0 }
+        // Rare: more than 15 significant digits or a large exponent.
+        guard let parsed = Double(String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)),
+            parsed.isFinite
+        else { return nil }
+        return parsed
+    }
+
+    private static let powersOfTen: [Double] = (0...22).map { power in
+        var value = 1.0
+        for _ in 0..<power { value *= 10 }
+        return value
+    }
+
+    // MARK: Hashing and UTF-8
+
+    /// The process's hash seed: keys hash differently in each run, so that a sender cannot
+    /// choose names that collide.
+    static let seed: UInt64 = UInt64.random(in: 1...UInt64.max)
+
+    /// A 64-bit hash of `bytes`, eight bytes at a time (a multiply-xorshift mix).
+    @inline(__always)
+    public static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var h = seed ^ (UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15)
+        var position = 0
+        let count = bytes.count
+        while position + 8 <= count {
+            let word = bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+            h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 31
+            position += 8
+        }
+        if position < count {
+            var word: UInt64 = 0
+            var shift: UInt64 = 0
+            while position < count {
+                word |= UInt64(bytes[position]) << shift
+                shift += 8
+                position += 1
+            }
+            h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 31
+        }
+        h = (h ^ (h >> 30)) &* 0x94D0_49BB_1331_11EB
+        return h ^ (h >> 31)
+    }
+
+    /// Whether `bytes` are UTF-8: eight ASCII bytes at a time, then a full check of the rest.
+    func isUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var position = 0
+        let count = bytes.count
+        while position + 8 <= count {
+            if bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
+            position += 8
+        }
+        while position < count {
+            let lead = bytes[position]
+            if lead < 0x80 {
+                position += 1
+                continue
+            }
+            let length: Int
+            var minimum: UInt32
+            var scalar: UInt32
+            switch lead {
+            case 0xC2...0xDF: (length, minimum, scalar) = (2, 0x80, UInt32(lead & 0x1F))
+            case 0xE0...0xEF: (length, minimum, scalar) = (3, 0x800, UInt32(lead & 0x0F))
+            case 0xF0...0xF4: (length, minimum, scalar) = (4, 0x10000, UInt32(lead & 0x07))
+            default: return false
+            }
+            guard position + length <= count else { return false }
+            for offset in 1..<length {
+                let continuation = bytes[position + offset]
+                guard continuation & 0xC0 == 0x80 else { return false }
+                scalar = scalar << 6 | UInt32(continuation & 0x3F)
+            }
+            guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else { return false }
+            position += length
+        }
+        return true
+    }
+}
+
+/// `memcmp` without importing the C library (the fuzz target builds this file alone).
+@inline(__always)
+func memcmpBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Int {
+    var position = 0
+    while position + 8 <= count {
+        let x = a.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+        let y = b.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+        if x != y { return x.bigEndian < y.bigEndian ? -1 : 1 }
+        position += 8
+    }
+    while position < count {
+        let x = a.load(fromByteOffset: position, as: UInt8.self)
+        let y = b.load(fromByteOffset: position, as: UInt8.self)
+        if x != y { return x < y ? -1 : 1 }
+        position += 1
+    }
+    return 0
+}

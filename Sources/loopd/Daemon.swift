@@ -1,0 +1,335 @@
+import Dispatch
+import Foundation
+import Logging
+import LoopdCore
+import ReactiveLoop
+import ReactiveLoopUV
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The daemon: sockets, the flush timer and the signals, wired on one `EventLoop` driven by
+/// the process's main thread.
+///
+/// Where each piece runs:
+/// - the loop thread: UDP datagrams and TCP lines (`UDPSocket.datagrams`,
+///   `TCPConnection.lineBytes`), parsed into the `Ingest` stage's table as they arrive; the
+///   flush timer (`SignalProducer.timer` on a `LoopScheduler`), which swaps the table; the
+///   signals; the Graphite connection and the Prometheus endpoint;
+/// - the flush queue (a serial `DispatchQueue`): summarising and formatting each flushed table,
+///   and writing the JSON-lines file. Ingestion never waits for it.
+final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to the loop; see each field.
+    /// The checked flags.
+    struct Configuration {
+        var listen: SocketAddress
+        var udpBuffer: Int
+        var maxLine: Int
+        var flushInterval: Double
+        var output: String
+        var graphite: SocketAddress?
+        var prometheus: SocketAddress?
+        var maxSeries: Int
+        var expireAfter: UInt32
+    }
+
+    /// A failure to start, naming the flag and the value.
+    struct StartupError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    let configuration: Configuration
+    let logger: Logger
+    let loop: EventLoop
+    let scheduler: LoopScheduler
+    let udp: UDPSocket
+    let tcp: TCPListener
+    let output: FileOutput  // Confined to flushQueue.
+    let graphite: GraphiteOutput?
+    let prometheus: PrometheusEndpoint?
+    let flushQueue = DispatchQueue(label: "loopd.flush")
+
+    // Confined to the loop thread.
+    private let ingest: Ingest
+    private let inputs = CompositeDisposable()
+    private var connections: [ObjectIdentifier: TCPConnection] = [:]
+    private var stopping = false
+    private var flushTimer: (any Disposable)?
+    private var reported = Ingest.Counts()
+    private var kernelDropsAtStart: UInt64 = 0
+    private var reportedKernelDrops: UInt64 = 0
+    private var totalSeriesDropped: UInt64 = 0
+    private let lastFlushNanoseconds = Atomic<UInt64>(0)  // Written by the flush queue, read on the loop.
+
+    /// Opens the output, the sockets and the outputs' connections; throws what cannot be
+    /// opened, naming its flag.
+    init(_ configuration: Configuration, logger: Logger) throws(StartupError) {
+        self.configuration = configuration
+        self.logger = logger
+        do {
+            loop = try EventLoop()
+        } catch {
+            throw StartupError(description: "cannot create the event loop: \(error)")
+        }
+        scheduler = LoopScheduler(loop: loop)
+        output = try FileOutput(path: configuration.output)
+        let listen = configuration.listen
+        do {
+            udp = try UDPSocket(boundTo: listen, on: loop, receiveBufferSize: configuration.udpBuffer)
+        } catch {
+            throw StartupError(description: "--host/--port \(listen): cannot receive UDP there: \(error.message)")
+        }
+        // With --port 0, TCP takes the port the system gave UDP.
+        let tcpAddress = try! SocketAddress(host: udp.localAddress.host, port: udp.localAddress.port)
+        do {
+            tcp = try TCPListener(boundTo: tcpAddress, on: loop)
+        } catch {
+            udp.close()
+            throw StartupError(
+                description: "--host/--port \(tcpAddress): cannot listen for TCP there: \(error.message)")
+        }
+        let (loop, scheduler) = (loop, scheduler)
+        if let address = configuration.graphite {
+            graphite = GraphiteOutput(to: address, on: loop, scheduler: scheduler, logger: logger)
+        } else {
+            graphite = nil
+        }
+        if let address = configuration.prometheus {
+            do {
+                prometheus = try PrometheusEndpoint(at: address, on: loop, logger: logger)
+            } catch {
+                udp.close()
+                tcp.close()
+                throw StartupError(description: "--prometheus \(address): cannot listen there: \(error.message)")
+            }
+        } else {
+            prometheus = nil
+        }
+        ingest = Ingest(maxLineLength: configuration.maxLine, maxSeries: configuration.maxSeries)
+    }
+
+    /// Runs until SIGTERM or SIGINT and the final flush.
+    func run() {
+        // Set up on the loop thread, as soon as it runs.
+        _ = loop.execute { [self] in start() }
+        loop.run()
+        logger.info("stopped")
+    }
+
+    // MARK: Loop thread
+
+    private func start() {
+        let granted = udp.receiveBufferSize
+        logger.info(
+            "listening on \(udp.localAddress) (UDP and TCP); UDP receive buffer: asked \(configuration.udpBuffer) bytes, the kernel granted \(granted) (SO_RCVBUF, half of it for data)"
+        )
+        prometheus?.start()
+        if let prometheus { logger.info("serving Prometheus metrics at http://\(prometheus.address)/metrics") }
+        if let graphite { logger.info("sending Graphite plaintext to \(graphite.address)") }
+        logger.info(
+            "writing a JSON line per flush to \(configuration.output == "-" ? "standard output" : configuration.output)"
+        )
+        kernelDropsAtStart = kernelDrops()
+
+        let maxLine = configuration.maxLine
+        if logger.logLevel <= .debug {
+            let logger = self.logger
+            ingest.onBadLine = { reason, line in
+                logger.debug("bad line (\(reason)): \(Self.printable(line))")
+            }
+        }
+        ingest.onTableFull = { [logger, maxSeries = configuration.maxSeries] line in
+            logger.warning(
+                "--max-series \(maxSeries) reached: dropping lines for new series (this interval, first: \(Self.printable(line)))"
+            )
+        }
+
+        inputs += udp.datagrams.start { [self] event in
+            switch event {
+            case let .value(datagram):
+                datagram.bytes.withUnsafeBytes { ingest.ingest(datagram: $0, truncated: datagram.isTruncated) }
+            case let .failed(error): logger.error("UDP receive failed: \(error)")
+            default: break
+            }
+        }
+        inputs += tcp.connections.start { [self] event in
+            switch event {
+            case let .value(connection): accept(connection, maxLine: maxLine)
+            case let .failed(error): logger.error("TCP accept failed: \(error)")
+            default: break
+            }
+        }
+        let interval = DispatchTimeInterval.nanoseconds(Int(configuration.flushInterval * 1e9))
+        flushTimer = SignalProducer<Date, Never>.timer(interval: interval, on: scheduler)
+            .startWithValues { [self] _ in flush(completion: nil) }
+        inputs += loop.signals(SIGTERM, SIGINT, SIGHUP).startWithValues { [self] signal in
+            if signal == SIGHUP {
+                logger.info("SIGHUP: reopening \(configuration.output)")
+                flushQueue.async { [output, logger] in
+                    if let error = output.reopen() { logger.error("\(error)") }
+                }
+            } else {
+                stop(signal == SIGTERM ? "SIGTERM" : "SIGINT")
+            }
+        }
+    }
+
+    private func accept(_ connection: TCPConnection, maxLine: Int) {
+        let id = ObjectIdentifier(connection)
+        connections[id] = connection
+        logger.debug("TCP connection from \(connection.remoteAddress)")
+        inputs += connection.lineBytes(maxLength: maxLine).start { [self] event in
+            switch event {
+            case let .value(line): line.withUnsafeBytes { ingest.ingest(line: $0) }
+            case let .failed(error):
+                if error.code == -EMSGSIZE {
+                    ingest.reject(.tooLong, UnsafeRawBufferPointer(start: nil, count: 0))
+                    logger.warning(
+                        "closing the TCP connection from \(connection.remoteAddress): a line longer than --max-line \(maxLine) bytes"
+                    )
+                } else {
+                    logger.info("TCP connection from \(connection.remoteAddress) failed: \(error)")
+                }
+                connection.close()
+                connections[id] = nil
+            case .completed, .interrupted:
+                connections[id] = nil
+            }
+        }
+    }
+
+    /// Ends the interval and hands the table to the flush queue; `completion` runs on the loop
+    /// thread once every output has been given the flush.
+    private func flush(completion: (@Sendable () -> Void)?) {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let table = ingest.endInterval(expireAfter: configuration.expireAfter)
+        let counts = ingest.counts
+        let drops = kernelDrops() &- kernelDropsAtStart
+        func counter(_ name: String, _ total: UInt64, _ previous: UInt64) -> InternalMetric {
+            InternalMetric(name: name, kind: .counter, value: Double(total &- previous), total: Double(total))
+        }
+        var metrics = [
+            counter("loopd.packets_received", counts.packets, reported.packets),
+            counter("loopd.lines_received", counts.lines, reported.lines),
+            counter("loopd.bad_lines", counts.badLines, reported.badLines),
+            counter("loopd.series_dropped", counts.droppedSeries, reported.droppedSeries),
+            counter("loopd.udp_kernel_drops", drops, reportedKernelDrops),
+            InternalMetric(name: "loopd.series", kind: .gauge, value: Double(table.count)),
+            InternalMetric(
+                name: "loopd.flush_duration_ms", kind: .gauge,
+                value: Double(lastFlushNanoseconds.load(ordering: .relaxed)) / 1e6),
+        ]
+        if let graphite {
+            metrics.append(
+                counter("loopd.graphite_dropped_lines", graphite.droppedLines, graphite.reportedDroppedLines))
+            graphite.reportedDroppedLines = graphite.droppedLines
+        }
+        reported = counts
+        reportedKernelDrops = drops
+        let flush = Flush(
+            table: table, timestamp: Self.wallClock(), intervalSeconds: configuration.flushInterval,
+            internalMetrics: metrics)
+        flushQueue.async { [self] in
+            let summaries = flush.summaries()
+            if let error = output.write(JSONLinesFormat.format(flush, summaries)) { logger.error("\(error)") }
+            if let graphite { graphite.send(GraphiteFormat.format(flush, summaries)) }
+            if let prometheus { prometheus.update(PrometheusFormat.format(flush, summaries)) }
+            let duration = DispatchTime.now().uptimeNanoseconds - started
+            lastFlushNanoseconds.store(duration, ordering: .relaxed)
+            logger.trace("flushed \(summaries.count) series in \(Double(duration) / 1e6) ms")
+            if let completion { _ = loop.execute(completion) }
+        }
+    }
+
+    /// SIGTERM or SIGINT: no new connections; after a short grace for lines already on their
+    /// way, stop reading, take what the UDP socket still holds, flush a last time and stop.
+    private func stop(_ name: String) {
+        guard !stopping else { return }
+        stopping = true
+        logger.info("\(name): final flush, then exit")
+        tcp.close()
+        prometheus?.close()
+        _ = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.1)) { [self] in
+            inputs.dispose()
+            flushTimer?.dispose()
+            drainUDP()
+            udp.close()
+            for connection in connections.values { connection.close() }
+            connections = [:]
+            flush { [self] in
+                if let graphite {
+                    graphite.finish(within: 0.5) { [loop] in loop.stop() }
+                } else {
+                    loop.stop()
+                }
+            }
+        }
+    }
+
+    /// Reads what the UDP socket's buffer still holds, without waiting.
+    private func drainUDP() {
+        let fd = udp.fileDescriptor
+        guard fd >= 0 else { return }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 8)
+        defer { buffer.deallocate() }
+        var drained = 0
+        while drained < 1_000_000 {
+            let received = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT | MSG_TRUNC))
+            guard received >= 0 else { break }
+            let truncated = received > buffer.count
+            ingest.ingest(
+                datagram: UnsafeRawBufferPointer(rebasing: buffer[0..<min(received, buffer.count)]),
+                truncated: truncated)
+            drained += 1
+        }
+        if drained > 0 { logger.debug("read \(drained) datagrams left in the UDP buffer") }
+    }
+
+    /// The datagrams the kernel dropped on the UDP socket since it was opened
+    /// (`SO_MEMINFO`'s `SK_MEMINFO_DROPS`), or 0 if the kernel does not say.
+    private func kernelDrops() -> UInt64 {
+        let fd = udp.fileDescriptor
+        guard fd >= 0 else { return reportedKernelDrops &+ kernelDropsAtStart }
+        var info = [UInt32](repeating: 0, count: 9)  // SK_MEMINFO_VARS
+        var length = socklen_t(info.count * 4)
+        let soMeminfo: Int32 = 55
+        guard getsockopt(fd, SOL_SOCKET, soMeminfo, &info, &length) == 0, length >= 36 else { return 0 }
+        return UInt64(info[8])  // SK_MEMINFO_DROPS
+    }
+
+    // MARK: Helpers
+
+    static func printable(_ line: UnsafeRawBufferPointer) -> String {
+        var text = String(decoding: line.prefix(200), as: UTF8.self)
+        if line.count > 200 { text += "… (\(line.count) bytes)" }
+        return text.debugDescription
+    }
+
+    static func wallClock() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// `host` and `port` as an address; `localhost` is 127.0.0.1.
+    static func address(host: String, port: Int, flag: String) throws(StartupError) -> SocketAddress {
+        do {
+            return try SocketAddress(host: host == "localhost" ? "127.0.0.1" : host, port: port)
+        } catch {
+            throw StartupError(description: "\(flag) \(host): not a numeric IPv4 or IPv6 address (or localhost)")
+        }
+    }
+
+    /// `host:port` (`[v6]:port` for IPv6) as an address.
+    static func address(_ text: String, flag: String) throws(StartupError) -> SocketAddress {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (1...65535).contains(port) || port == 0
+        else {
+            throw StartupError(description: "\(flag) \(text): expected host:port, such as 127.0.0.1:2003")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return try address(host: host, port: port, flag: flag)
+    }
+}

@@ -1,0 +1,153 @@
+import Logging
+import ReactiveLoop
+import ReactiveLoopUV
+
+/// Sends each flush, as Graphite plaintext, to a carbon receiver over one TCP connection.
+///
+/// While the receiver is down, flushes wait in a queue of at most `maxQueuedBytes`; beyond it
+/// the oldest are dropped and their lines counted (`loopd.graphite_dropped_lines`). The
+/// connection is retried with exponential backoff, from 100 ms to 10 s. A chunk whose write
+/// fails is sent again after reconnecting: carbon keeps one value per timestamp, so a repeat
+/// is harmless where a loss is not.
+final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined to the loop thread.
+    /// The receiver.
+    let address: SocketAddress
+    /// The most bytes kept while the receiver is unreachable.
+    static let maxQueuedBytes = 16 << 20
+
+    private let loop: EventLoop
+    private let scheduler: LoopScheduler
+    private let logger: Logger
+    // Confined to the loop thread.
+    private var connection: TCPConnection?
+    private var queue: [[UInt8]] = []
+    private var queuedBytes = 0
+    private var inFlight: [[UInt8]] = []
+    private var backoff = 0.1
+    private var failures = 0
+    private var finishing: (() -> Void)?
+    private var closed = false
+    /// Lines dropped from the queue since start, and as of the last flush report.
+    private(set) var droppedLines: UInt64 = 0
+    var reportedDroppedLines: UInt64 = 0
+
+    init(to address: SocketAddress, on loop: EventLoop, scheduler: LoopScheduler, logger: Logger) {
+        self.address = address
+        self.loop = loop
+        self.scheduler = scheduler
+        self.logger = logger
+        _ = loop.execute { [self] in connect() }
+    }
+
+    /// Queues `bytes` for sending, from any thread.
+    func send(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        _ = loop.execute { [self] in
+            queue.append(bytes)
+            queuedBytes += bytes.count
+            while queuedBytes > Self.maxQueuedBytes, queue.count > 1 {
+                let dropped = queue.removeFirst()
+                queuedBytes -= dropped.count
+                droppedLines += UInt64(dropped.lazy.filter { $0 == UInt8(ascii: "\n") }.count)
+            }
+            pump()
+        }
+    }
+
+    /// Calls `completion` once everything queued is written (then closes the connection), or
+    /// after `seconds`, whichever comes first. Loop thread.
+    func finish(within seconds: Double, _ completion: @escaping () -> Void) {
+        finishing = completion
+        checkFinished()
+        _ = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(seconds)) { [self] in
+            guard let finishing else { return }
+            let unsent = (queue + inFlight).reduce(0) { $0 + $1.lazy.filter { $0 == UInt8(ascii: "\n") }.count }
+            logger.warning("exiting with \(unsent) Graphite lines unsent to \(address)")
+            self.finishing = nil
+            shutDown()
+            finishing()
+        }
+    }
+
+    // MARK: Loop thread
+
+    private func connect() {
+        guard !closed else { return }
+        logger.debug("connecting to Graphite at \(address)")
+        TCPConnection.connect(to: address, on: loop).start { [self] event in
+            switch event {
+            case let .value(connection):
+                if failures > 0 { logger.info("connected to Graphite at \(address)") }
+                self.connection = connection
+                backoff = 0.1
+                failures = 0
+                // Carbon sends nothing back; the end of its stream is the end of the connection.
+                connection.bytes.start { [self] event in
+                    switch event {
+                    case .value: break
+                    case let .failed(error): disconnected(connection, because: "\(error)")
+                    case .completed, .interrupted: disconnected(connection, because: "closed by the receiver")
+                    }
+                }
+                pump()
+            case let .failed(error):
+                failures += 1
+                if failures == 1 {
+                    logger.warning("cannot connect to Graphite at \(address): \(error.message); retrying with backoff")
+                }
+                retryLater()
+            default: break
+            }
+        }
+    }
+
+    private func retryLater() {
+        guard !closed else { return }
+        let delay = backoff
+        backoff = min(backoff * 2, 10)
+        _ = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(delay)) { [self] in connect() }
+    }
+
+    private func disconnected(_ lost: TCPConnection, because reason: String) {
+        guard connection === lost else { return }
+        connection = nil
+        lost.close()
+        guard !closed else { return }
+        logger.warning("lost the Graphite connection to \(address) (\(reason)); reconnecting")
+        queue.insert(contentsOf: inFlight, at: 0)
+        queuedBytes += inFlight.reduce(0) { $0 + $1.count }
+        inFlight = []
+        failures = 1
+        retryLater()
+    }
+
+    private func pump() {
+        guard let connection else { return }
+        while !queue.isEmpty {
+            let chunk = queue.removeFirst()
+            queuedBytes -= chunk.count
+            inFlight.append(chunk)
+            connection.write(chunk) { [self] error in
+                if let error {
+                    disconnected(connection, because: "\(error)")
+                } else if !inFlight.isEmpty && connection === self.connection {
+                    inFlight.removeFirst()
+                }
+                checkFinished()
+            }
+        }
+    }
+
+    private func checkFinished() {
+        guard let finishing, queue.isEmpty, inFlight.isEmpty else { return }
+        self.finishing = nil
+        shutDown()
+        finishing()
+    }
+
+    private func shutDown() {
+        closed = true
+        connection?.close()
+        connection = nil
+    }
+}

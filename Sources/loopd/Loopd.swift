@@ -1,0 +1,112 @@
+import ArgumentParser
+import Logging
+import ReactiveLoopUV
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `loopd`: the command line. Parses and checks the flags, then runs a `Daemon` on the process's
+/// main thread until SIGTERM or SIGINT.
+@main
+struct Loopd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "loopd",
+        abstract: "A StatsD and DogStatsD metrics daemon on a ReactiveLoop event loop.",
+        discussion: """
+            Receives StatsD lines over UDP and TCP, aggregates them, and every --flush-interval \
+            seconds writes a JSON line per flush (--output), sends Graphite plaintext \
+            (--graphite) and serves Prometheus' text format (--prometheus). SIGTERM or SIGINT: \
+            final flush and exit 0. SIGHUP: reopen the output file. See docs/loopd.md.
+            """)
+
+    @Option(help: "The address to receive on (a numeric IPv4 or IPv6 address, or localhost).")
+    var host = "127.0.0.1"
+
+    @Option(help: "The UDP and TCP port to receive on (0: one the system chooses).")
+    var port = 8125
+
+    @Option(name: .customLong("udp-buffer"), help: "The UDP receive buffer to ask for, in bytes.")
+    var udpBuffer = 8 * 1024 * 1024
+
+    @Option(name: .customLong("max-line"), help: "The longest line accepted, in bytes.")
+    var maxLine = 8192
+
+    @Option(name: .customLong("flush-interval"), help: "Seconds between flushes.")
+    var flushInterval = 10.0
+
+    @Option(help: "The JSON-lines output: a file (appended to), or - for standard output.")
+    var output = "-"
+
+    @Option(help: "A Graphite plaintext receiver (carbon) to send each flush to, as host:port.")
+    var graphite: String?
+
+    @Option(help: "An address to serve Prometheus' text format on, at GET /metrics, as host:port.")
+    var prometheus: String?
+
+    @Option(name: .customLong("max-series"), help: "The most series kept; lines for new series beyond it are dropped.")
+    var maxSeries = 100_000
+
+    @Option(
+        name: .customLong("expire-after"),
+        help: "Flush intervals without data after which a series is forgotten (0: never).")
+    var expireAfter = 6
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "info"
+
+    func validate() throws {
+        func check(_ condition: Bool, _ message: String) throws {
+            if !condition { throw ValidationError(message) }
+        }
+        try check((0...65535).contains(port), "--port must be in 0...65535, got \(port)")
+        try check(
+            udpBuffer > 0 && udpBuffer <= Int(Int32.max), "--udp-buffer must be in 1...\(Int32.max), got \(udpBuffer)")
+        try check(maxLine > 0 && maxLine <= 65536, "--max-line must be in 1...65536, got \(maxLine)")
+        try check(
+            flushInterval.isFinite && flushInterval >= 0.01 && flushInterval <= 86400,
+            "--flush-interval must be in 0.01...86400 seconds, got \(flushInterval)")
+        try check(
+            maxSeries > 0 && maxSeries <= Int(Int32.max), "--max-series must be in 1...\(Int32.max), got \(maxSeries)")
+        try check(expireAfter >= 0 && expireAfter <= Int(UInt32.max), "--expire-after must be >= 0, got \(expireAfter)")
+        try check(
+            Logger.Level(rawValue: logLevel) != nil,
+            "--log-level must be one of trace, debug, info, notice, warning, error, critical; got \(logLevel)")
+        try check(!output.isEmpty, "--output must be a file path or -, got an empty string")
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel)!
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let configuration: Daemon.Configuration
+        do {
+            configuration = Daemon.Configuration(
+                listen: try Daemon.address(host: host, port: port, flag: "--host/--port"),
+                udpBuffer: udpBuffer, maxLine: maxLine, flushInterval: flushInterval, output: output,
+                graphite: try graphite.map { try Daemon.address($0, flag: "--graphite") },
+                prometheus: try prometheus.map { try Daemon.address($0, flag: "--prometheus") },
+                maxSeries: maxSeries, expireAfter: UInt32(expireAfter))
+        } catch let error as Daemon.StartupError {
+            throw ValidationError(error.description)
+        }
+        do {
+            let daemon = try Daemon(configuration, logger: Logger(label: "loopd"))
+            daemon.run()
+        } catch {
+            FileHandleStderr.write("loopd: \(error)\n")
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// Writes to standard error without Foundation.
+enum FileHandleStderr {
+    static func write(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in _ = Glibc.write(2, bytes.baseAddress, bytes.count) }
+    }
+}

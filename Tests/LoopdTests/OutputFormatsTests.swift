@@ -1,0 +1,74 @@
+import Foundation
+import LoopdCore
+import Testing
+
+@Suite("Output formats")
+struct OutputFormatsTests {
+    /// A flush of a few series of each kind, with one internal counter.
+    func sampleFlush() -> (Flush, [Summary]) {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "hits:3|c|#env:prod,canary\nq\"uote:1|c\nload:0.25|g\nt:1:2:3:4|ms|#b:x\nu:a:b|s\nidle:1|ms")
+        _ = ingest.endInterval(expireAfter: 0)
+        feed(ingest, "hits:2|c|#env:prod,canary\nt:1:2:3:4|ms|#b:x\nu:a:b|s")
+        let metric = InternalMetric(name: "loopd.lines_received", kind: .counter, value: 3, total: 9)
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_000.25, intervalSeconds: 10,
+            internalMetrics: [metric])
+        return (flush, flush.summaries())
+    }
+
+    @Test func jsonLinesIsOneObjectPerFlush() throws {
+        let (flush, summaries) = sampleFlush()
+        let bytes = JSONLinesFormat.format(flush, summaries)
+        #expect(bytes.last == UInt8(ascii: "\n"))
+        #expect(bytes.dropLast().contains(UInt8(ascii: "\n")) == false)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        #expect(object["timestamp"] as? Double == 1_700_000_000.25)
+        #expect(object["interval"] as? Double == 10)
+        let counters = try #require(object["counters"] as? [[String: Any]])
+        let hits = try #require(counters.first { $0["name"] as? String == "hits" })
+        #expect(hits["tags"] as? [String] == ["canary", "env:prod"])
+        #expect(hits["value"] as? Double == 2)
+        #expect(counters.contains { $0["name"] as? String == "q\"uote" && $0["value"] as? Double == 0 })
+        #expect(counters.contains { $0["name"] as? String == "loopd.lines_received" && $0["value"] as? Double == 3 })
+        let timers = try #require(object["timers"] as? [[String: Any]])
+        #expect(timers.count == 1, "a timer without samples in the interval is left out")
+        #expect(timers[0]["type"] as? String == "ms")
+        #expect(timers[0]["p99"] as? Double == 4)
+        #expect(timers[0]["mean"] as? Double == 2.5)
+        let sets = try #require(object["sets"] as? [[String: Any]])
+        #expect(sets.count == 1 && sets[0]["count"] as? Double == 2)
+        let gauges = try #require(object["gauges"] as? [[String: Any]])
+        #expect(gauges.contains { $0["name"] as? String == "load" && $0["value"] as? Double == 0.25 })
+    }
+
+    @Test func graphiteIsPathValueTimestampWithTags() {
+        let (flush, summaries) = sampleFlush()
+        let lines = String(decoding: GraphiteFormat.format(flush, summaries), as: UTF8.self).split(separator: "\n")
+        #expect(lines.contains("hits;canary=true;env=prod 2 1700000000"))
+        #expect(lines.contains("load 0.25 1700000000"))
+        #expect(lines.contains("t.p95;b=x 4 1700000000"))
+        #expect(lines.contains("t.count;b=x 4 1700000000"))
+        #expect(lines.contains("u 2 1700000000"))
+        #expect(lines.contains("loopd.lines_received 3 1700000000"))
+        #expect(!lines.contains { $0.hasPrefix("idle") }, "no samples, no lines")
+        #expect(lines.allSatisfy { $0.split(separator: " ").count == 3 })
+    }
+
+    @Test func prometheusHasCumulativeCountersAndSummaries() {
+        let (flush, summaries) = sampleFlush()
+        let text = String(decoding: PrometheusFormat.format(flush, summaries), as: UTF8.self)
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.contains("# TYPE hits counter"))
+        #expect(lines.contains("hits{canary=\"true\",env=\"prod\"} 5"), "cumulative over both intervals")
+        #expect(lines.contains("q_uote 1"))
+        #expect(lines.contains("# TYPE t summary"))
+        #expect(lines.contains("t{b=\"x\",quantile=\"0.99\"} 4"))
+        #expect(lines.contains("t_count{b=\"x\"} 8"))
+        #expect(lines.contains("t_sum{b=\"x\"} 20"))
+        #expect(lines.contains("idle{quantile=\"0.5\"} NaN"))
+        #expect(lines.contains("# TYPE u gauge"))
+        #expect(lines.contains("loopd_lines_received 9"))
+        #expect(lines.filter { $0.hasPrefix("# TYPE hits ") }.count == 1)
+    }
+}

@@ -1,0 +1,131 @@
+import LoopdCore
+import Testing
+
+@Suite("Series table and ingest")
+struct SeriesTableTests {
+    @Test func countersAreScaledByTheirRateAndResetAtEachFlush() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "hits:1|c\nhits:2|c|@0.5\nhits:1:1|c\n")
+        #expect(flush(ingest).counters["hits"] == 7)
+        #expect(flush(ingest).counters["hits"] == 0, "a counter is reset, and reported as 0")
+    }
+
+    @Test func gaugesPersistAndTakeDeltas() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "g:10|g\ng:+5|g\ng:-3|g")
+        #expect(flush(ingest).gauges["g"] == 12)
+        feed(ingest, "g:-2|g")
+        #expect(flush(ingest).gauges["g"] == 10)
+        #expect(flush(ingest).gauges["g"] == 10, "a gauge keeps its value")
+        feed(ingest, "new:+4|g")
+        #expect(flush(ingest).gauges["new"] == 4, "a delta on a new gauge starts from 0")
+    }
+
+    @Test func timersReportCountSumMinMaxMeanAndNearestRankPercentiles() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        var lines = ""
+        for value in (1...100).reversed() { lines += "t:\(value)|ms\n" }
+        feed(ingest, lines)
+        feed(ingest, "h:5:1|h|@0.5\nd:2|d")
+        let flushed = flush(ingest)
+        let t = try #require(flushed.stats["t"])
+        #expect(t.kind == .timer)
+        #expect(t.count == 100)
+        #expect(
+            t.stats
+                == SampleStats(
+                    samples: 100, sum: 5050, min: 1, max: 100, mean: 50.5, p50: 50, p90: 90, p95: 95, p99: 99))
+        let h = try #require(flushed.stats["h"])
+        #expect(h.kind == .histogram)
+        #expect(h.count == 4, "two samples at rate 0.5 count as four")
+        #expect(h.stats.samples == 2)
+        #expect(h.stats.p50 == 1 && h.stats.p99 == 5)
+        #expect(flushed.stats["d"]?.kind == .distribution)
+        #expect(flush(ingest).stats.isEmpty, "samples are reset at each flush")
+    }
+
+    @Test func setsCountDistinctMembersPerInterval() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "u:alice|s\nu:bob|s\nu:alice|s\nu:carol:alice|s")
+        #expect(flush(ingest).sets["u"] == 3)
+        feed(ingest, "u:dave|s")
+        #expect(flush(ingest).sets["u"] == 1)
+        #expect(flush(ingest).sets["u"] == nil, "a set without data is not reported")
+    }
+
+    @Test func aSeriesIsItsNameTypeAndSortedTags() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "r:1|c|#b:2,a:1\nr:1|c|#a:1,b:2\nr:1|c|#a:1\nr:1|c\nr:5|g")
+        let flushed = flush(ingest)
+        #expect(flushed.counters == ["r|#a:1,b:2": 2, "r|#a:1": 1, "r": 1])
+        #expect(flushed.gauges == ["r": 5])
+    }
+
+    @Test func malformedLinesAreCountedAndTheirDatagramsOtherLinesKept() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        var reasons: [LineError] = []
+        ingest.onBadLine = { reason, _ in reasons.append(reason) }
+        feed(ingest, "ok:1|c\nbad:x|c\n\nok:2|c\r\nworse\n:1|c\nok:1|q\n")
+        feed(ingest, bytes: Array("ok:1|c\n".utf8) + [0xFF, 0x3A, 0x31, 0x7C, 0x63, 0x0A])
+        #expect(ingest.counts.lines == 8, "empty lines are not lines")
+        #expect(ingest.counts.badLines == 5)
+        #expect(reasons == [.badValue, .missingValue, .emptyName, .unknownType, .notUTF8])
+        #expect(flush(ingest).counters["ok"] == 4)
+    }
+
+    @Test func theLastLineOfATruncatedDatagramIsRejected() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, bytes: Array("a:1|c\nb:2|c\nc:3".utf8), truncated: true)
+        #expect(ingest.counts.badLines == 1)
+        #expect(flush(ingest).counters == ["a": 1, "b": 2])
+    }
+
+    @Test func newSeriesBeyondTheLimitAreDroppedAndExistingOnesKeepWorking() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 3)
+        var warnings = 0
+        ingest.onTableFull = { _ in warnings += 1 }
+        feed(ingest, "a:1|c\nb:1|c\nc:1|c\nd:1|c\ne:1|c\na:1|c")
+        #expect(ingest.counts.droppedSeries == 2)
+        #expect(warnings == 1, "one warning per interval")
+        #expect(flush(ingest).counters == ["a": 2, "b": 1, "c": 1])
+        feed(ingest, "f:1|c")
+        #expect(warnings == 2)
+    }
+
+    @Test func idleSeriesExpireAfterTheGivenIntervals() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 2)
+        feed(ingest, "a:1|c\nb:1|g")
+        _ = flush(ingest, expireAfter: 2)  // interval 1: both seen
+        feed(ingest, "a:1|c")
+        #expect(flush(ingest, expireAfter: 2).gauges == ["b": 1], "interval 2: b idle once, kept")
+        feed(ingest, "a:1|c")
+        _ = flush(ingest, expireAfter: 2)  // interval 3: b idle twice, removed
+        #expect(ingest.table.count == 1)
+        feed(ingest, "c:3|c\na:1|c")
+        let flushed = flush(ingest, expireAfter: 2)
+        #expect(flushed.counters == ["a": 1, "c": 3], "the freed room takes a new series; a still found")
+        #expect(flushed.gauges.isEmpty)
+    }
+
+    @Test func aFlushedTableIsUnchangedByLaterLines() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "a:1|c\nt:1|ms")
+        let ended = ingest.endInterval(expireAfter: 0)
+        feed(ingest, "a:5|c\nt:9|ms\nnew:1|c")
+        let flushed = Flushed(Flush(table: ended, timestamp: 0, intervalSeconds: 1, internalMetrics: []))
+        #expect(flushed.counters == ["a": 1])
+        #expect(flushed.stats["t"]?.stats.max == 1)
+    }
+
+    @Test func manySeriesAreAllFoundAgain() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100_000)
+        for round in 0..<2 {
+            var lines = ""
+            for key in 0..<20_000 { lines += "key.\(key):\(round + 1)|c|#shard:\(key % 7)\n" }
+            feed(ingest, lines)
+        }
+        let flushed = flush(ingest)
+        #expect(flushed.counters.count == 20_000)
+        #expect(flushed.counters.values.allSatisfy { $0 == 3 })
+    }
+}
