@@ -1,0 +1,247 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The built daemon, run as users run it: a child process on a loopback port, fed over UDP and
+/// TCP, stopped with signals, checked through its JSON-lines output.
+@Suite("loopd end to end", .serialized)
+struct LoopdEndToEndTests {
+    @Test func flushedTotalsAreExactOverUDPAndTCPThroughSIGTERM() throws {
+        let loopd = try LoopdProcess()
+        let udp = UDPSender(port: loopd.port)
+        var lines = 0.0
+        // 200 datagrams of 20 lines: counters with sample rates and tags in any order, packed
+        // values, gauges with deltas, every sampled kind, sets.
+        for round in 0..<200 {
+            var datagram = ""
+            for key in 0..<5 { datagram += "app.requests.\(key):1|c|#env:prod,route:/\(key % 2)\n" }
+            datagram += "app.requests.0:1|c|#route:/0,env:prod\n"  // the same series, tags reordered
+            datagram += "app.sampled:1|c|@0.1\n"
+            datagram += "app.packed:1:2:3|c\n"
+            datagram += "app.latency:\(round % 10):5|ms|#host:a\n"
+            datagram += "app.size:\(round)|h|@0.5\n"
+            datagram += "app.dist:2|d|c:container-1|T1700000000\n"
+            datagram += "app.users:user\(round % 7)|s\n"
+            datagram += "app.gauge:+1|g\n"
+            datagram += "app.level:\(round)|g\n"
+            datagram += "app.requests.0:1|c|#env:prod,route:/0|x:ignored\n"
+            // The malformed: bad number, unknown type, empty name, bad rate, no type, not UTF-8.
+            datagram += "bad.number:1x|c\nbad.type:1|q\n:1|c\nbad.rate:1|c|@2\nbad.notype:1\n"
+            udp.send(Array(datagram.utf8) + Array("bad.utf8\u{FF}:1|c\n".utf8).map { $0 == 0xBF ? 0xFF : $0 })
+            lines += 20 + 1
+        }
+        let tcp = try TCPClient(port: loopd.port)
+        for _ in 0..<100 { tcp.send("tcp.count:2|c\ntcp.timer:10|ms\n") }
+        tcp.send("tcp.count:1|c\r\n")  // CRLF is a line ending too
+        lines += 201
+        try loopd.waitForLines(lines)
+        #expect(loopd.signal(SIGTERM) < 5, "exits promptly on SIGTERM")
+        #expect(loopd.process.terminationStatus == 0)
+
+        let totals = Totals(try loopd.flushes())
+        #expect(totals.counters["app.requests.0|#env:prod,route:/0"] == 600)
+        #expect(totals.counters["app.requests.1|#env:prod,route:/1"] == 200)
+        #expect(totals.counters["app.requests.4|#env:prod,route:/0"] == 200)
+        #expect(totals.counters["app.sampled"] == 2000)
+        #expect(totals.counters["app.packed"] == 1200)
+        #expect(totals.counters["tcp.count"] == 201)
+        #expect(totals.timerCounts["app.latency|#host:a"] == 400)
+        #expect(totals.timerSums["app.latency|#host:a"] == Double((0..<200).reduce(0) { $0 + $1 % 10 + 5 }))
+        #expect(totals.timerCounts["app.size"] == 400, "scaled by 1/0.5")
+        #expect(totals.timerSamples["app.size"] == 200)
+        #expect(totals.timerCounts["app.dist"] == 200)
+        #expect(totals.timerCounts["tcp.timer"] == 100)
+        #expect(totals.gauges["app.gauge"] == 200)
+        #expect(totals.gauges["app.level"] == 199)
+        #expect(totals.counters["loopd.packets_received"] == 200)
+        #expect(totals.counters["loopd.lines_received"] == lines)
+        #expect(totals.counters["loopd.bad_lines"] == 1200)
+        #expect(totals.counters.keys.allSatisfy { !$0.hasPrefix("bad") })
+        #expect(totals.gauges["loopd.series"] == 15)
+        #expect(totals.counters["loopd.udp_kernel_drops"] == 0)
+        let flushes = try loopd.flushes()
+        #expect(flushes.count >= 2)
+        let users = flushes.compactMap {
+            ($0["sets"] as? [[String: Any]])?.first { $0["name"] as? String == "app.users" }
+        }
+        #expect(!users.isEmpty && users.allSatisfy { ($0["count"] as! Double) <= 7 })
+    }
+
+    @Test func malformedLinesAreLoggedAtDebugWithTheirReason() throws {
+        let loopd = try LoopdProcess(["--log-level", "debug"])
+        UDPSender(port: loopd.port).send("ok:1|c\nbroken:1|zz\n")
+        try loopd.waitForLog("unknown metric type")
+        #expect(loopd.log().contains("\"broken:1|zz\""))
+        loopd.signal(SIGTERM)
+        #expect(Totals(try loopd.flushes()).counters["ok"] == 1)
+    }
+
+    @Test func aTCPClientThatDisconnectsMidLineLosesOnlyThatLine() throws {
+        let loopd = try LoopdProcess()
+        do {
+            let client = try TCPClient(port: loopd.port)
+            client.send("whole:1|c\nhalf:1")
+        }
+        let next = try TCPClient(port: loopd.port)
+        next.send("after:1|c\n")
+        try loopd.waitForLines(2)
+        loopd.signal(SIGTERM)
+        let totals = Totals(try loopd.flushes())
+        #expect(totals.counters["whole"] == 1)
+        #expect(totals.counters["after"] == 1)
+        #expect(totals.counters["half"] == nil)
+        #expect(totals.counters["loopd.bad_lines"] == 0)
+    }
+
+    @Test func aTCPLineOverTheLimitClosesOnlyThatConnection() throws {
+        let loopd = try LoopdProcess(["--max-line", "64"])
+        let other = try TCPClient(port: loopd.port)
+        other.send("other:1|c\n")
+        let offender = try TCPClient(port: loopd.port)
+        offender.send("fine:1|c\n" + String(repeating: "x", count: 100) + ":1|c\n")
+        let (_, closed) = offender.readToEnd()
+        #expect(closed, "loopd closes the connection")
+        try loopd.waitForLog("longer than --max-line 64")
+        other.send("other:1|c\n")
+        try loopd.waitForLines(4)
+        loopd.signal(SIGTERM)
+        let totals = Totals(try loopd.flushes())
+        #expect(totals.counters["other"] == 2)
+        #expect(totals.counters["fine"] == 1)
+        #expect(totals.counters["loopd.bad_lines"] == 1)
+    }
+
+    @Test func aUDPLineOverTheLimitIsABadLine() throws {
+        let loopd = try LoopdProcess(["--max-line", "64"])
+        UDPSender(port: loopd.port).send("fine:1|c\n" + String(repeating: "y", count: 100) + ":1|c\nfine:1|c")
+        try loopd.waitForLines(3)
+        loopd.signal(SIGTERM)
+        let totals = Totals(try loopd.flushes())
+        #expect(totals.counters["fine"] == 2)
+        #expect(totals.counters["loopd.bad_lines"] == 1)
+    }
+
+    @Test func sighupReopensTheOutputForLogRotation() throws {
+        let loopd = try LoopdProcess()
+        let rotated = loopd.directory.appendingPathComponent("flushes.jsonl.1")
+        UDPSender(port: loopd.port).send("before:1|c")
+        try loopd.waitForLines(1)
+        try FileManager.default.moveItem(at: loopd.output, to: rotated)
+        loopd.signal(SIGHUP)
+        try loopd.waitForLog("SIGHUP")
+        let deadline = Date().addingTimeInterval(20)
+        while try loopd.flushes().isEmpty && Date() < deadline { usleep(20_000) }
+        UDPSender(port: loopd.port).send("after:1|c")
+        loopd.signal(SIGTERM)
+        #expect(loopd.process.terminationStatus == 0)
+        #expect(Totals(try loopd.flushes(rotated)).counters["before"] == 1)
+        #expect(Totals(try loopd.flushes()).counters["after"] == 1, "written to the new file")
+        #expect(Totals(try loopd.flushes()).counters["before"] == 0)
+    }
+
+    @Test func sigintAlsoFlushesAndExitsZero() throws {
+        let loopd = try LoopdProcess(flushInterval: 60)
+        UDPSender(port: loopd.port).send("only.final:3|c")
+        try loopd.waitForLog("listening")
+        usleep(100_000)
+        #expect(loopd.signal(SIGINT) < 5)
+        #expect(loopd.process.terminationStatus == 0)
+        #expect(Totals(try loopd.flushes()).counters["only.final"] == 3, "the final flush carries it")
+    }
+
+    @Test func aPortInUseIsAClearErrorNamingTheFlag() throws {
+        let first = try LoopdProcess()
+        let second = try LoopdProcess(["--port", "\(first.port)"], waitForListening: false)
+        second.waitForExit()
+        #expect(second.process.terminationStatus == 1)
+        let log = second.log()
+        #expect(log.contains("--host/--port 127.0.0.1:\(first.port)"))
+        #expect(log.contains("address already in use"))
+        first.signal(SIGTERM)
+    }
+
+    @Test func anUnwritableOutputIsAClearErrorNamingTheFlag() throws {
+        let loopd = try LoopdProcess(["--output", "/nonexistent-dir/flushes.jsonl"], waitForListening: false)
+        loopd.waitForExit()
+        #expect(loopd.process.terminationStatus == 1)
+        #expect(loopd.log().contains("--output /nonexistent-dir/flushes.jsonl: cannot open for writing"))
+    }
+
+    @Test(arguments: [
+        (["--flush-interval", "0"], "--flush-interval must be in"), (["--max-line", "0"], "--max-line must be in"),
+        (["--graphite", "nohost"], "--graphite nohost: expected host:port"),
+        (["--host", "example.com"], "--host/--port example.com: not a numeric"),
+        (["--log-level", "loud"], "--log-level must be one of"),
+    ])
+    func badFlagsAreRejectedWithTheirValue(arguments: [String], message: String) throws {
+        let loopd = try LoopdProcess(arguments, waitForListening: false)
+        loopd.waitForExit()
+        #expect(loopd.process.terminationStatus != 0)
+        #expect(loopd.log().contains(message))
+    }
+
+    @Test func prometheusServesTheLastFlushWithCumulativeCounters() throws {
+        let loopd = try LoopdProcess(["--prometheus", "127.0.0.1:0"])
+        let line = try loopd.waitForLog("serving Prometheus metrics at http://")
+        let port = Int(line.split(separator: ":").last!.split(separator: "/").first!)!
+        UDPSender(port: loopd.port).send("web.hits:2|c|#code:200\nweb.time:5|ms")
+        try loopd.waitForLines(2)
+        usleep(300_000)  // a later flush: the counter is cumulative, not the interval's 0
+        let client = try TCPClient(port: port)
+        client.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = String(decoding: client.readToEnd().bytes, as: UTF8.self)
+        #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(response.contains("\nweb_hits{code=\"200\"} 2\n"))
+        #expect(response.contains("# TYPE web_time summary"))
+        #expect(response.contains("\nweb_time_count 1\n"))
+        let missing = try TCPClient(port: port)
+        missing.send("GET / HTTP/1.1\r\n\r\n")
+        #expect(String(decoding: missing.readToEnd().bytes, as: UTF8.self).hasPrefix("HTTP/1.1 404"))
+        loopd.signal(SIGTERM)
+    }
+
+    @Test func graphiteReceivesFlushesAfterTheReceiverComesUp() throws {
+        // A port that nothing listens on yet: loopd queues and retries.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, 4)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let loopd = try LoopdProcess(["--graphite", "127.0.0.1:\(port)"])
+        UDPSender(port: loopd.port).send("g.count:7|c")
+        try loopd.waitForLines(1)
+        try loopd.waitForLog("cannot connect to Graphite")
+        #expect(listen(listener, 4) == 0)
+        let connection = accept(listener, nil, nil)
+        #expect(connection >= 0)
+        defer { close(connection) }
+        var received = ""
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        while !received.contains("g.count 7 ") {
+            let count = recv(connection, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            received += String(decoding: buffer[0..<count], as: UTF8.self)
+        }
+        #expect(received.contains("g.count 7 "), "the queued flush arrives")
+        #expect(received.contains("loopd.lines_received "))
+        loopd.signal(SIGTERM)
+        #expect(loopd.process.terminationStatus == 0)
+    }
+}

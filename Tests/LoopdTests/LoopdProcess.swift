@@ -1,0 +1,212 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The built `loopd` binary, run as a child process on a loopback port the system chooses.
+final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by stderrLock; the rest is the test's.
+    let process = Process()
+    let output: URL
+    let directory: URL
+    private let stderrPipe = Pipe()
+    private let stderrLock = NSLock()
+    private var stderrBuffer = ""  // Guarded by stderrLock; appended to by the pipe's handler.
+    private var stderrText: String { stderrLock.withLock { stderrBuffer } }
+    private(set) var port = 0
+
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("loopd")
+    }
+
+    /// Starts loopd with `arguments` (plus --port 0 and an --output in a fresh folder unless
+    /// given) and waits for its "listening on" log line.
+    init(_ arguments: [String] = [], flushInterval: Double = 0.1, waitForListening: Bool = true) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("loopd-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        output = directory.appendingPathComponent("flushes.jsonl")
+        var all = arguments
+        if !all.contains("--port") { all += ["--port", "0"] }
+        if !all.contains("--output") { all += ["--output", output.path] }
+        if !all.contains("--flush-interval") { all += ["--flush-interval", "\(flushInterval)"] }
+        process.executableURL = Self.binary
+        process.arguments = all
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = stderrPipe
+        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let chunk = handle.availableData
+            guard !chunk.isEmpty else {
+                handle.readabilityHandler = nil
+                return
+            }
+            guard let self else { return }
+            stderrLock.withLock { stderrBuffer += String(decoding: chunk, as: UTF8.self) }
+        }
+        try process.run()
+        if waitForListening {
+            let line = try waitForLog("listening on ")
+            let address = line.components(separatedBy: "listening on ")[1].split(separator: " ")[0]
+            port = Int(address.split(separator: ":").last!)!
+        }
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Reads loopd's log until a line containing `text`; returns that line.
+    @discardableResult
+    func waitForLog(_ text: String, seconds: Double = 20) throws -> String {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let line = stderrText.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
+            if !process.isRunning && Date() > deadline.addingTimeInterval(-seconds + 1) { break }
+            usleep(5000)
+        }
+        throw LoopdTestError.missing("a log line containing \(text.debugDescription); log so far:\n\(stderrText)")
+    }
+
+    /// Everything loopd logged so far.
+    func log() -> String {
+        usleep(50_000)  // Let the pipe's handler take what is in flight.
+        return stderrText
+    }
+
+    /// Sends `signal` and, for SIGTERM and SIGINT, waits for the exit; returns the seconds it took.
+    @discardableResult
+    func signal(_ signal: Int32) -> Double {
+        let start = Date()
+        kill(process.processIdentifier, signal)
+        if signal == SIGTERM || signal == SIGINT { waitForExit() }
+        return Date().timeIntervalSince(start)
+    }
+
+    func waitForExit(seconds: Double = 20) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { usleep(2000) }
+    }
+
+    /// The flushes written so far, parsed.
+    func flushes(_ file: URL? = nil) throws -> [[String: Any]] {
+        guard let data = try? Data(contentsOf: file ?? output) else { return [] }
+        return try String(decoding: data, as: UTF8.self).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+    }
+
+    /// Waits until the flushes report `lines` lines received in all.
+    func waitForLines(_ lines: Double, seconds: Double = 20) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try Totals(flushes()).counters["loopd.lines_received"] ?? 0 >= lines { return }
+            usleep(20_000)
+        }
+        throw LoopdTestError.missing("\(lines) lines received; got \(try Totals(flushes()).counters)")
+    }
+}
+
+enum LoopdTestError: Error { case missing(String) }
+
+/// Totals over a run's flushes: counters and timer counts summed, the last gauge, sets summed.
+struct Totals {
+    var counters: [String: Double] = [:]
+    var gauges: [String: Double] = [:]
+    var timerCounts: [String: Double] = [:]
+    var timerSamples: [String: Double] = [:]
+    var timerSums: [String: Double] = [:]
+    var sets: [String: Double] = [:]
+
+    init(_ flushes: [[String: Any]]) {
+        func key(_ series: [String: Any]) -> String {
+            let tags = series["tags"] as? [String] ?? []
+            return (series["name"] as! String) + (tags.isEmpty ? "" : "|#" + tags.joined(separator: ","))
+        }
+        for flush in flushes {
+            for series in flush["counters"] as? [[String: Any]] ?? [] {
+                counters[key(series), default: 0] += series["value"] as! Double
+            }
+            for series in flush["gauges"] as? [[String: Any]] ?? [] { gauges[key(series)] = series["value"] as? Double }
+            for series in flush["timers"] as? [[String: Any]] ?? [] {
+                timerCounts[key(series), default: 0] += series["count"] as! Double
+                timerSamples[key(series), default: 0] += series["samples"] as! Double
+                timerSums[key(series), default: 0] += series["sum"] as! Double
+            }
+            for series in flush["sets"] as? [[String: Any]] ?? [] {
+                sets[key(series), default: 0] += series["count"] as! Double
+            }
+        }
+    }
+}
+
+/// A UDP socket for sending to loopd.
+final class UDPSender {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    let port: Int
+    init(port: Int) { self.port = port }
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let sent = bytes.withUnsafeBytes { buffer in
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, buffer.baseAddress, buffer.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        precondition(sent == bytes.count, "sendto failed: \(errno)")
+    }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+}
+
+/// A TCP connection to a loopback port.
+final class TCPClient {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+
+    init(port: Int) throws {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard status == 0 else { throw LoopdTestError.missing("a TCP connection to port \(port): errno \(errno)") }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { return }
+            bytes = bytes.dropFirst(sent)
+        }
+    }
+
+    /// Reads until the peer closes or `seconds` pass; returns what arrived and whether it closed.
+    func readToEnd(seconds: Double = 10) -> (bytes: [UInt8], closed: Bool) {
+        var timeout = timeval(tv_sec: Int(seconds), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var received = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count == 0 { return (received, true) }
+            if count < 0 { return (received, false) }
+            received += buffer[0..<count]
+        }
+    }
+
+    func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+}
