@@ -43,9 +43,10 @@ let package = Package(
             ]
         ),
         // The load generator and side-by-side runner for loopd and collectd (docs/performance.md).
+        .target(name: "CLoadGen"),
         .executableTarget(
             name: "loopd-bench",
-            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CLoadGen", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "LoopdTests", dependencies: ["LoopdCore", "loopd"]),
         .testTarget(name: "ReactiveLoopUVTests", dependencies: ["ReactiveLoop", "ReactiveLoopUV", "UVTestHost"]),

@@ -61,6 +61,15 @@ public struct SeriesTable: Sendable {
     /// The number of series.
     public var count: Int { keyEnds.count }
 
+    /// The bytes the table's storage holds (capacities, not counts), index and samples included:
+    /// what it costs in memory, reported as `loopd.table_bytes`.
+    public var storageBytes: Int {
+        keyBytes.capacity + 4 * (keyEnds.capacity + hashes.capacity + lastSeen.capacity + slots.capacity)
+            + 8 * (current.capacity + total.capacity + totalSum.capacity) + MemoryLayout<Sample>.stride
+            * samples.capacity
+            + setMembers.reduce(setMembers.capacity * 32) { $0 + $1.value.capacity * 8 }
+    }
+
     /// The canonical key of series `index`.
     public func key(_ index: Int) -> ArraySlice<UInt8> {
         keyBytes[(index == 0 ? 0 : Int(keyEnds[index - 1]))..<Int(keyEnds[index])]

@@ -216,6 +216,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             counter("loopd.series_dropped", counts.droppedSeries, reported.droppedSeries),
             counter("loopd.udp_kernel_drops", drops, reportedKernelDrops),
             InternalMetric(name: "loopd.series", kind: .gauge, value: Double(table.count)),
+            InternalMetric(name: "loopd.table_bytes", kind: .gauge, value: Double(table.storageBytes)),
             InternalMetric(
                 name: "loopd.flush_duration_ms", kind: .gauge,
                 value: Double(lastFlushNanoseconds.load(ordering: .relaxed)) / 1e6),

@@ -1,0 +1,411 @@
+import ArgumentParser
+import CLoadGen
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `loopd-bench`: a StatsD load generator, and a runner that puts loopd and collectd's StatsD
+/// plugin through the same load side by side. Loopback only; every run is bounded in time.
+@main
+struct LoopdBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "loopd-bench",
+        abstract: "Load loopd and collectd with StatsD counters and measure loss, memory and flush time.",
+        subcommands: [Load.self, Compare.self, Memory.self])
+}
+
+// MARK: The load
+
+/// Deterministic StatsD counter traffic: `load.key.<k>:1|c` for k in 0..<keys, in order, packed
+/// `perDatagram` to a datagram, sent with sendmmsg at a steady rate.
+struct LoadGenerator {
+    let datagrams: [[UInt8]]
+    let perDatagram: Int
+
+    init(keys: Int, perDatagram: Int) {
+        self.perDatagram = perDatagram
+        // Enough distinct datagrams to cycle through every key evenly.
+        var count = keys
+        while count % perDatagram != 0 { count += keys }
+        var datagrams: [[UInt8]] = []
+        for first in stride(from: 0, to: count, by: perDatagram) {
+            var bytes: [UInt8] = []
+            for line in first..<(first + perDatagram) { bytes += Array("load.key.\(line % keys):1|c\n".utf8) }
+            datagrams.append(bytes)
+        }
+        self.datagrams = datagrams
+    }
+
+    /// Sends `rate` metrics per second (0: as fast as possible) to 127.0.0.1:`port` for
+    /// `seconds`; returns the metrics sent.
+    func run(port: Int, rate: Double, seconds: Double) -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var buffer: Int32 = 4 << 20
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, 4)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        let pointers = datagrams.map { bytes in
+            let copy = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 1)
+            copy.copyMemory(from: bytes, byteCount: bytes.count)
+            return UnsafeRawPointer(copy)
+        }
+        defer { for pointer in pointers { pointer.deallocate() } }
+        let lengths = datagrams.map(\.count)
+        let datagramRate = rate / Double(perDatagram)
+        let start = now()
+        var sent = 0
+        var next = 0
+        var batchPointers = [UnsafeRawPointer?](repeating: nil, count: 256)
+        var batchLengths = [Int](repeating: 0, count: 256)
+        while true {
+            let elapsed = now() - start
+            if elapsed >= seconds { break }
+            var due = rate > 0 ? Int(elapsed * datagramRate) - sent : 256
+            if due <= 0 {
+                usleep(50)
+                continue
+            }
+            due = min(due, 256)
+            for i in 0..<due {
+                batchPointers[i] = pointers[(next + i) % pointers.count]
+                batchLengths[i] = lengths[(next + i) % pointers.count]
+            }
+            let result = batchPointers.withUnsafeBufferPointer { p in
+                batchLengths.withUnsafeBufferPointer { l in loadgen_send(fd, p.baseAddress, l.baseAddress, UInt32(due))
+                }
+            }
+            if result > 0 {
+                sent += Int(result)
+                next = (next + Int(result)) % pointers.count
+            }
+        }
+        // Whole cycles only, so that every key was sent as often as every other (the check
+        // counts totals, not keys, so this is for tidiness).
+        return sent * perDatagram
+    }
+}
+
+func now() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
+struct Load: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Send StatsD counters to a loopback port.")
+    @Option var port: Int
+    @Option(help: "Metrics per second (0: as fast as possible).") var rate: Double = 100_000
+    @Option(name: .customLong("per-datagram")) var perDatagram = 20
+    @Option var seconds = 10.0
+    @Option var keys = 1000
+
+    func validate() throws {
+        guard (1...65535).contains(port) else { throw ValidationError("--port must be in 1...65535, got \(port)") }
+        guard rate >= 0 else { throw ValidationError("--rate must be >= 0, got \(rate)") }
+        guard (1...200).contains(perDatagram) else {
+            throw ValidationError("--per-datagram must be in 1...200, got \(perDatagram)")
+        }
+        guard seconds > 0 && seconds <= 600 else {
+            throw ValidationError("--seconds must be in (0, 600], got \(seconds)")
+        }
+        guard keys > 0 else { throw ValidationError("--keys must be > 0, got \(keys)") }
+    }
+
+    func run() {
+        let sent = LoadGenerator(keys: keys, perDatagram: perDatagram).run(port: port, rate: rate, seconds: seconds)
+        print("sent \(sent) metrics in \(seconds) s (\(Int(Double(sent) / seconds))/s)")
+    }
+}
+
+// MARK: The servers
+
+/// A StatsD server under test: started fresh for each run, stopped, and asked what it counted.
+protocol Server {
+    var name: String { get }
+    /// Starts on `port`; returns when it receives.
+    mutating func start(port: Int, keys: Int) throws
+    /// Stops and returns the `load.key.*` counter total it recorded, with its own drop count if it has one.
+    mutating func stop() throws -> (received: Int, kernelDrops: Int?, flushMilliseconds: [Double])
+    /// The bytes its series table held at its last flush, if it says.
+    var tableBytes: Int? { get }
+    /// The process' resident memory now, in bytes.
+    func residentBytes() -> Int
+}
+
+func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+            bind(fd, pointer, length)
+            return getsockname(fd, pointer, &length)
+        }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+func residentBytes(of pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return 0 }
+    return (Int(line.split(separator: " ")[1]) ?? 0) * 1024
+}
+
+/// Waits until something receives on UDP `port` (it appears in /proc/net/udp).
+func waitForUDP(_ port: Int, seconds: Double = 20) throws {
+    let hex = String(format: ":%04X ", port)
+    let deadline = now() + seconds
+    while now() < deadline {
+        if let table = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8), table.contains(hex) { return }
+        usleep(20_000)
+    }
+    throw ValidationError("nothing listens on UDP port \(port) after \(seconds) s")
+}
+
+struct LoopdServer: Server {
+    let binary: String
+    var flushInterval: Double
+    var udpBuffer: Int
+    var name: String { "loopd" }
+    var process: Process?
+    var directory = ""
+    var tableBytes: Int?
+
+    mutating func start(port: Int, keys: Int) throws {
+        directory = NSTemporaryDirectory() + "loopd-bench-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = [
+            "--port", "\(port)", "--flush-interval", "\(flushInterval)", "--output", directory + "/flushes.jsonl",
+            "--udp-buffer", "\(udpBuffer)", "--max-series", "\(max(keys * 2, 1000))", "--log-level", "warning",
+        ]
+        try process.run()
+        self.process = process
+        try waitForUDP(port)
+    }
+
+    mutating func stop() throws -> (received: Int, kernelDrops: Int?, flushMilliseconds: [Double]) {
+        guard let process else { return (0, nil, []) }
+        process.terminate()
+        process.waitUntilExit()
+        var received = 0.0
+        var drops = 0.0
+        var flushes: [Double] = []
+        let text = try String(contentsOfFile: directory + "/flushes.jsonl", encoding: .utf8)
+        for line in text.split(separator: "\n") {
+            let flush = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            for series in flush["counters"] as! [[String: Any]] {
+                let name = series["name"] as! String
+                if name.hasPrefix("load.key.") { received += series["value"] as! Double }
+                if name == "loopd.udp_kernel_drops" { drops += series["value"] as! Double }
+            }
+            for series in flush["gauges"] as! [[String: Any]] {
+                if series["name"] as? String == "loopd.flush_duration_ms" { flushes.append(series["value"] as! Double) }
+                if series["name"] as? String == "loopd.table_bytes" { tableBytes = Int(series["value"] as! Double) }
+            }
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+        self.process = nil
+        // The first flush reports the flush before it, which did not exist: drop its 0.
+        return (Int(received), Int(drops), Array(flushes.dropFirst()))
+    }
+
+    func residentBytes() -> Int { process.map { ReactiveLoopBench.residentBytes(of: $0.processIdentifier) } ?? 0 }
+}
+
+/// The bench's module name, to reach the free function shadowed by the protocol requirement.
+enum ReactiveLoopBench {
+    static func residentBytes(of pid: Int32) -> Int { loopd_bench.residentBytes(of: pid) }
+}
+
+/// collectd with its StatsD plugin, writing counters (cumulative `derive` values) with the CSV plugin.
+struct CollectdServer: Server {
+    var name: String { "collectd" }
+    var tableBytes: Int? { nil }
+    var process: Process?
+    var directory = ""
+
+    mutating func start(port: Int, keys: Int) throws {
+        directory = NSTemporaryDirectory() + "collectd-bench-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let config = """
+            Hostname "bench"
+            FQDNLookup false
+            Interval 1
+            BaseDir "\(directory)"
+            PIDFile "\(directory)/collectd.pid"
+            PluginDir "/usr/lib/collectd"
+            TypesDB "/usr/share/collectd/types.db"
+            LoadPlugin statsd
+            LoadPlugin csv
+            <Plugin statsd>
+              Host "127.0.0.1"
+              Port "\(port)"
+              DeleteCounters false
+            </Plugin>
+            <Plugin csv>
+              DataDir "\(directory)/csv"
+              StoreRates false
+            </Plugin>
+
+            """
+        try config.write(toFile: directory + "/collectd.conf", atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/collectd")
+        process.arguments = ["-f", "-C", directory + "/collectd.conf"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        try waitForUDP(port)
+    }
+
+    mutating func stop() throws -> (received: Int, kernelDrops: Int?, flushMilliseconds: [Double]) {
+        guard let process else { return (0, nil, []) }
+        usleep(2_500_000)  // Two intervals, for the last values to reach the CSV files.
+        process.terminate()
+        process.waitUntilExit()
+        var received = 0.0
+        let folder = directory + "/csv/bench/statsd"
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        where file.hasPrefix("derive-load.key.") {
+            let text = try String(contentsOfFile: folder + "/" + file, encoding: .utf8)
+            if let last = text.split(separator: "\n").last, let value = Double(last.split(separator: ",").last ?? "") {
+                received += value
+            }
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+        self.process = nil
+        return (Int(received), nil, [])
+    }
+
+    func residentBytes() -> Int { process.map { ReactiveLoopBench.residentBytes(of: $0.processIdentifier) } ?? 0 }
+}
+
+// MARK: Compare
+
+struct Point: ExpressibleByArgument, CustomStringConvertible {
+    var rate: Double
+    var perDatagram: Int
+    init?(argument: String) {
+        let parts = argument.split(separator: "x")
+        guard parts.count == 2, let rate = Double(parts[0]), let per = Int(parts[1]), rate >= 0, per > 0 else {
+            return nil
+        }
+        (self.rate, perDatagram) = (rate, per)
+    }
+    var description: String {
+        rate == 0 ? "full blast, \(perDatagram)/datagram" : "\(Int(rate))/s, \(perDatagram)/datagram"
+    }
+}
+
+struct Compare: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run loopd and collectd through the same loads; print loss per run as a Markdown table.")
+    @Option(help: "The loopd binary.") var loopd: String
+    @Option(parsing: .upToNextOption, help: "Loads as RATExPER_DATAGRAM (rate 0: full blast).")
+    var points: [Point] = [Point(argument: "1000000x20")!, Point(argument: "150000x1")!]
+    @Option(parsing: .upToNextOption) var targets: [String] = ["loopd", "collectd"]
+    @Option var runs = 3
+    @Option var seconds = 10.0
+    @Option var keys = 1000
+    @Option(name: .customLong("flush-interval")) var flushInterval = 1.0
+    @Option(name: .customLong("udp-buffer")) var udpBuffer = 8 << 20
+
+    func validate() throws {
+        guard (1...10).contains(runs) else { throw ValidationError("--runs must be in 1...10, got \(runs)") }
+        guard seconds > 0 && seconds <= 120 else {
+            throw ValidationError("--seconds must be in (0, 120], got \(seconds)")
+        }
+        guard targets.allSatisfy({ $0 == "loopd" || $0 == "collectd" }) else {
+            throw ValidationError("--targets takes loopd and collectd, got \(targets)")
+        }
+    }
+
+    func run() throws {
+        print("| target | load | run | sent | received | lost | received/s | kernel drops | flush p99 (ms) |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        for point in points {
+            let generator = LoadGenerator(keys: keys, perDatagram: point.perDatagram)
+            for target in targets {
+                for run in 1...runs {
+                    var server: any Server =
+                        target == "loopd"
+                        ? LoopdServer(binary: loopd, flushInterval: flushInterval, udpBuffer: udpBuffer)
+                        : CollectdServer()
+                    let port = freePort()
+                    try server.start(port: port, keys: keys)
+                    let sent = generator.run(port: port, rate: point.rate, seconds: seconds)
+                    usleep(300_000)
+                    let result = try server.stop()
+                    let flushes = result.flushMilliseconds.sorted()
+                    let p99 =
+                        flushes.isEmpty
+                        ? "" : String(format: "%.2f", flushes[min(flushes.count - 1, flushes.count * 99 / 100)])
+                    print(
+                        "| \(target) | \(point) | \(run) | \(sent) | \(result.received) | \(sent - result.received) | \(Int(Double(result.received) / seconds)) | \(result.kernelDrops.map(String.init) ?? "") | \(p99) |"
+                    )
+                    fflush(nil)
+                }
+            }
+        }
+    }
+}
+
+// MARK: Memory
+
+struct Memory: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Resident memory of loopd (and collectd) holding N counter series, flushing every second.")
+    @Option(help: "The loopd binary.") var loopd: String
+    @Option(parsing: .upToNextOption) var series: [Int] = [10_000, 100_000]
+    @Option(parsing: .upToNextOption) var targets: [String] = ["loopd", "collectd"]
+    @Option var seconds = 10.0
+
+    func run() throws {
+        print(
+            "| target | series | resident at start (MiB) | resident, max over the run (MiB) | resident bytes per series over the empty process | table bytes per series |"
+        )
+        print("|---|---:|---:|---:|---:|---:|")
+        for target in targets {
+            for count in series {
+                var server: any Server =
+                    target == "loopd"
+                    ? LoopdServer(binary: loopd, flushInterval: 1, udpBuffer: 8 << 20) : CollectdServer()
+                let port = freePort()
+                try server.start(port: port, keys: count)
+                usleep(300_000)
+                let empty = server.residentBytes()
+                // Every series gets a line each second: 20 per datagram, at count metrics/s.
+                let generator = LoadGenerator(keys: count, perDatagram: 20)
+                var peak = 0
+                let deadline = now() + seconds
+                while now() < deadline {
+                    _ = generator.run(port: port, rate: Double(count), seconds: 1)
+                    peak = max(peak, server.residentBytes())
+                }
+                _ = try server.stop()
+                let table = server.tableBytes.map { "\($0 / count)" } ?? ""
+                print(
+                    "| \(target) | \(count) | \(String(format: "%.1f", Double(empty) / 1048576)) | \(String(format: "%.1f", Double(peak) / 1048576)) | \((peak - empty) / count) | \(table) |"
+                )
+                fflush(nil)
+            }
+        }
+    }
+}

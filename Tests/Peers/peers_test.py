@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""loopd against real peers, as users run them.
+
+Third-party StatsD clients from PyPI (`statsd`, and `datadog`'s DogStatsD client for tags)
+send to loopd over UDP and TCP; a Graphite carbon-cache from Debian (`graphite-carbon`)
+receives loopd's flushes and a Prometheus server from Debian (`prometheus`) scrapes its
+endpoint. Each total is checked in loopd's JSON output and through the peer's own storage
+(carbon's whisper files) or query API (Prometheus' /api/v1/query). Everything listens on
+127.0.0.1 and every wait is bounded.
+
+Usage: peers_test.py PATH/TO/loopd    (scripts/peer-tests builds loopd and installs the peers)
+"""
+import json, os, signal, socket, subprocess, sys, tempfile, time, urllib.parse, urllib.request
+
+import statsd
+from datadog.dogstatsd import DogStatsd
+
+
+def free_port(kind=socket.SOCK_STREAM):
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what, check, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def port_open(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def totals(path):
+    counters, gauges, timers, sets = {}, {}, {}, {}
+    if not os.path.exists(path):
+        return counters, gauges, timers, sets
+    with open(path) as f:
+        for line in f:
+            flush = json.loads(line)
+            for s in flush["counters"]:
+                key = (s["name"], tuple(s["tags"]))
+                counters[key] = counters.get(key, 0) + s["value"]
+            for s in flush["gauges"]:
+                gauges[(s["name"], tuple(s["tags"]))] = s["value"]
+            for s in flush["timers"]:
+                key = (s["name"], tuple(s["tags"]))
+                count, total = timers.get(key, (0, 0))
+                timers[key] = (count + s["count"], total + s["sum"])
+            for s in flush["sets"]:
+                key = (s["name"], tuple(s["tags"]))
+                sets[key] = max(sets.get(key, 0), s["count"])
+    return counters, gauges, timers, sets
+
+
+def main(loopd_binary):
+    work = tempfile.mkdtemp(prefix="loopd-peers-")
+    processes = []
+
+    def start(args, name):
+        log = open(os.path.join(work, name + ".log"), "w")
+        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        processes.append(process)
+        return process
+
+    try:
+        # carbon-cache: plaintext receiver on a free loopback port, one point per second.
+        carbon_port = free_port()
+        os.makedirs(os.path.join(work, "whisper"))
+        with open(os.path.join(work, "carbon.conf"), "w") as f:
+            f.write(f"""[cache]
+STORAGE_DIR = {work}
+LOCAL_DATA_DIR = {work}/whisper
+WHITELISTS_DIR = {work}/lists
+CONF_DIR = {work}
+LOG_DIR = {work}/carbon-log
+PID_DIR = {work}
+ENABLE_LOGROTATION = False
+USER =
+MAX_CACHE_SIZE = inf
+MAX_UPDATES_PER_SECOND = 100000
+MAX_CREATES_PER_MINUTE = inf
+LINE_RECEIVER_INTERFACE = 127.0.0.1
+LINE_RECEIVER_PORT = {carbon_port}
+ENABLE_UDP_LISTENER = False
+PICKLE_RECEIVER_INTERFACE = 127.0.0.1
+PICKLE_RECEIVER_PORT = {free_port()}
+CACHE_QUERY_INTERFACE = 127.0.0.1
+CACHE_QUERY_PORT = {free_port()}
+WHISPER_AUTOFLUSH = True
+ENABLE_TAGS = False
+""")
+        with open(os.path.join(work, "storage-schemas.conf"), "w") as f:
+            f.write("[all]\npattern = .*\nretentions = 1s:1h\n")
+        start(["carbon-cache", f"--config={work}/carbon.conf", "--nodaemon", "start"], "carbon")
+        wait_for("carbon-cache to listen", lambda: port_open(carbon_port))
+
+        # loopd, flushing every 2 s (whisper keeps one point per second: flushes never share one).
+        loopd_port = free_port(socket.SOCK_DGRAM)
+        exporter_port = free_port()
+        output = os.path.join(work, "flushes.jsonl")
+        loopd = start([loopd_binary, "--port", str(loopd_port), "--flush-interval", "2", "--output", output,
+                       "--graphite", f"127.0.0.1:{carbon_port}", "--prometheus", f"127.0.0.1:{exporter_port}"],
+                      "loopd")
+        wait_for("loopd to listen", lambda: port_open(loopd_port) and port_open(exporter_port))
+
+        # Prometheus scraping loopd every second.
+        prometheus_port = free_port()
+        with open(os.path.join(work, "prometheus.yml"), "w") as f:
+            f.write(f"""global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: loopd
+    static_configs:
+      - targets: ["127.0.0.1:{exporter_port}"]
+""")
+        start(["prometheus", f"--config.file={work}/prometheus.yml", f"--storage.tsdb.path={work}/tsdb",
+               f"--web.listen-address=127.0.0.1:{prometheus_port}"], "prometheus")
+        wait_for("prometheus to listen", lambda: port_open(prometheus_port))
+
+        # The clients, as their users call them.
+        client = statsd.StatsClient("127.0.0.1", loopd_port, prefix="peer")
+        for _ in range(500):
+            client.incr("counter")
+        for value in range(100):
+            client.timing("timer", value)
+        client.gauge("gauge", 40)
+        client.gauge("gauge", 2, delta=True)
+        for user in ["ann", "bob", "cid", "ann"]:
+            client.set("users", user)
+        with client.pipeline() as pipe:  # several metrics per datagram
+            for _ in range(50):
+                pipe.incr("piped")
+        tcp = statsd.TCPStatsClient("127.0.0.1", loopd_port, prefix="peer")
+        for _ in range(100):
+            tcp.incr("tcp")
+        tcp.close()
+        dog = DogStatsd(host="127.0.0.1", port=loopd_port, disable_telemetry=True, disable_buffering=False)
+        for i in range(300):
+            dog.increment("peer.dd.counter", tags=["zone:b", "env:peer"])
+            dog.histogram("peer.dd.hist", i % 10, tags=["env:peer"])
+            dog.distribution("peer.dd.dist", 3, tags=["env:peer"])
+        dog.gauge("peer.dd.gauge", 7, tags=["env:peer"])
+        dog.set("peer.dd.set", "x", tags=["env:peer"])
+        dog.flush()
+        sent_lines = 500 + 100 + 2 + 4 + 50 + 100 + 900 + 2
+
+        def all_lines_in():
+            counters = totals(output)[0]
+            return counters.get(("loopd.lines_received", ()), 0) >= sent_lines
+        wait_for(f"loopd to receive {sent_lines} lines", all_lines_in)
+
+        # loopd's own totals.
+        counters, gauges, timers, sets = totals(output)
+        expect = {
+            "counter": (counters.get(("peer.counter", ())), 500),
+            "piped": (counters.get(("peer.piped", ())), 50),
+            "tcp": (counters.get(("peer.tcp", ())), 100),
+            "dd.counter": (counters.get(("peer.dd.counter", ("env:peer", "zone:b"))), 300),
+            "timer count": (timers.get(("peer.timer", ()), (0, 0))[0], 100),
+            "timer sum": (timers.get(("peer.timer", ()), (0, 0))[1], sum(range(100))),
+            "dd.hist count": (timers.get(("peer.dd.hist", ("env:peer",)), (0, 0))[0], 300),
+            "dd.dist sum": (timers.get(("peer.dd.dist", ("env:peer",)), (0, 0))[1], 900),
+            "gauge": (gauges.get(("peer.gauge", ())), 42),
+            "dd.gauge": (gauges.get(("peer.dd.gauge", ("env:peer",))), 7),
+            "users": (sets.get(("peer.users", ())), 3),
+            "bad lines": (counters.get(("loopd.bad_lines", ())), 0),
+        }
+        failures = [f"loopd {k}: got {got}, expected {want}" for k, (got, want) in expect.items() if got != want]
+
+        # carbon-cache's whisper files: the counter's points add up to what was sent.
+        def whisper_sum(path):
+            file = os.path.join(work, "whisper", *path.split(".")) + ".wsp"
+            if not os.path.exists(file):
+                return None
+            fetched = subprocess.run(["whisper-fetch", "--json", "--from=0", file], capture_output=True, text=True)
+            points = json.loads(fetched.stdout)["values"]
+            return sum(p for p in points if p is not None)
+        for path, want in [("peer.counter", 500), ("peer.tcp", 100), ("peer.timer.count", 100), ("peer.gauge", None)]:
+            got = wait_for(f"carbon to store {path}",
+                           lambda: (lambda s: s if s is not None and (want is None or s >= want) else None)(whisper_sum(path)),
+                           seconds=30)
+            if want is not None and got != want:
+                failures.append(f"carbon {path}: points sum to {got}, expected {want}")
+
+        # Prometheus' query API: cumulative counters, summaries' counts.
+        def query(expression):
+            url = f"http://127.0.0.1:{prometheus_port}/api/v1/query?" + urllib.parse.urlencode({"query": expression})
+            with urllib.request.urlopen(url, timeout=5) as response:
+                result = json.load(response)["data"]["result"]
+            return float(result[0]["value"][1]) if result else None
+        for expression, want in [("peer_counter", 500), ('peer_dd_counter{env="peer",zone="b"}', 300),
+                                 ("peer_timer_count", 100), ('peer_dd_hist_count{env="peer"}', 300),
+                                 ("peer_gauge", 42)]:
+            got = wait_for(f"prometheus to report {expression} = {want}",
+                           lambda: query(expression) == want or None, seconds=30) and want
+            if got != want:
+                failures.append(f"prometheus {expression}: got {query(expression)}, expected {want}")
+
+        # SIGTERM: a final flush and exit 0 within a second.
+        started = time.time()
+        loopd.send_signal(signal.SIGTERM)
+        status = loopd.wait(timeout=10)
+        elapsed = time.time() - started
+        if status != 0 or elapsed > 1:
+            failures.append(f"loopd exit on SIGTERM: status {status} after {elapsed:.2f} s (expected 0 within 1 s)")
+
+        if failures:
+            print("\n".join(failures))
+            for name in ["loopd", "carbon", "prometheus"]:
+                print(f"--- {name}.log (tail)")
+                print("".join(open(os.path.join(work, name + ".log")).readlines()[-20:]))
+            return 1
+        print(f"peers: statsd, datadog, carbon-cache and prometheus agree with loopd ({sent_lines} lines)")
+        return 0
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
