@@ -13,7 +13,7 @@ struct LoopdBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "loopd-bench",
         abstract: "Load loopd and collectd with StatsD counters and measure loss, memory and flush time.",
-        subcommands: [Load.self, Compare.self, Memory.self])
+        subcommands: [Load.self, Compare.self, Memory.self, Soak.self])
 }
 
 // MARK: The load
@@ -406,6 +406,57 @@ struct Memory: ParsableCommand {
                 )
                 fflush(nil)
             }
+        }
+    }
+}
+
+// MARK: Soak
+
+struct Soak: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A steady load on loopd for minutes: no loss, and resident memory flat after warm-up.")
+    @Option(help: "The loopd binary.") var loopd: String
+    @Option var minutes = 3.0
+    @Option(help: "Metrics per second.") var rate = 200_000.0
+    @Option var keys = 10_000
+    @Option(name: .customLong("per-datagram")) var perDatagram = 20
+
+    func validate() throws {
+        guard minutes > 0 && minutes <= 120 else {
+            throw ValidationError("--minutes must be in (0, 120], got \(minutes)")
+        }
+        guard rate > 0 else { throw ValidationError("--rate must be > 0, got \(rate)") }
+    }
+
+    func run() throws {
+        var server = LoopdServer(binary: loopd, flushInterval: 1, udpBuffer: 8 << 20)
+        let port = freePort()
+        try server.start(port: port, keys: keys)
+        let generator = LoadGenerator(keys: keys, perDatagram: perDatagram)
+        var sent = 0
+        var samples: [Int] = []
+        let chunks = max(2, Int(minutes * 6))
+        print("| minute | resident (MiB) |")
+        print("|---:|---:|")
+        for chunk in 1...chunks {
+            sent += generator.run(port: port, rate: rate, seconds: 10)
+            samples.append(server.residentBytes())
+            print(
+                "| \(String(format: "%.1f", Double(chunk) / 6)) | \(String(format: "%.1f", Double(samples.last!) / 1048576)) |"
+            )
+            fflush(nil)
+        }
+        usleep(300_000)
+        let result = try server.stop()
+        // Warm-up: the first minute (tables and buffers reach their size).
+        let settled = samples[min(5, samples.count - 1)]
+        let growth = Double(samples.max()! - settled) / Double(settled)
+        print(
+            "sent \(sent), received \(result.received), lost \(sent - result.received); resident after the first minute \(settled / 1048576) MiB, largest \(samples.max()! / 1048576) MiB (+\(String(format: "%.1f", growth * 100))%)"
+        )
+        if sent != result.received || growth > 0.10 {
+            print("FAILED: the soak expects no loss and resident memory within 10% of its size after the first minute")
+            throw ExitCode(1)
         }
     }
 }

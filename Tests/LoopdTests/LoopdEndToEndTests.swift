@@ -40,6 +40,7 @@ struct LoopdEndToEndTests {
         try loopd.waitForLines(lines)
         #expect(loopd.signal(SIGTERM) < 5, "exits promptly on SIGTERM")
         #expect(loopd.process.terminationStatus == 0)
+        #expect(!loopd.log().contains("ThreadSanitizer"), "clean when built with --sanitize=thread")
 
         let totals = Totals(try loopd.flushes())
         #expect(totals.counters["app.requests.0|#env:prod,route:/0"] == 600)
@@ -201,6 +202,7 @@ struct LoopdEndToEndTests {
         missing.send("GET / HTTP/1.1\r\n\r\n")
         #expect(String(decoding: missing.readToEnd().bytes, as: UTF8.self).hasPrefix("HTTP/1.1 404"))
         loopd.signal(SIGTERM)
+        #expect(!loopd.log().contains("ThreadSanitizer"), "clean when built with --sanitize=thread")
     }
 
     @Test func graphiteReceivesFlushesAfterTheReceiverComesUp() throws {
@@ -243,5 +245,6 @@ struct LoopdEndToEndTests {
         #expect(received.contains("loopd.lines_received "))
         loopd.signal(SIGTERM)
         #expect(loopd.process.terminationStatus == 0)
+        #expect(!loopd.log().contains("ThreadSanitizer"), "clean when built with --sanitize=thread")
     }
 }

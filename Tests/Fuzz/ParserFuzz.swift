@@ -1,0 +1,46 @@
+// libFuzzer entry point for loopd's parser, series table and flush summaries (scripts/fuzz-parser
+// compiles it with Sources/LoopdCore's standard-library-only files). Checks, beyond "no crash":
+// a line either fails with a reason or lands in a series; counts add up; a flush summarises every
+// series it holds; every key in the table parses back to the same kind.
+
+let ingest = Ingest(maxLineLength: 1024, maxSeries: 512)
+var datagrams = 0
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
+    let bytes = UnsafeRawBufferPointer(start: data, count: count)
+    let before = ingest.counts
+    // The first byte picks the path: a datagram, or lines one by one (as TCP delivers them).
+    if let first = bytes.first, first & 1 == 1 {
+        ingest.ingest(datagram: UnsafeRawBufferPointer(rebasing: bytes.dropFirst()), truncated: first & 2 == 2)
+    } else {
+        var start = bytes.startIndex + min(1, count)
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
+            ingest.ingest(line: UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+            start = end + 1
+        }
+    }
+    let after = ingest.counts
+    precondition(after.badLines - before.badLines <= after.lines - before.lines, "more bad lines than lines")
+    precondition(ingest.table.count <= 512, "the table outgrew maxSeries")
+    datagrams += 1
+    if datagrams % 64 == 0 {
+        let table = ingest.endInterval(expireAfter: 3)
+        let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        let summaries = flush.summaries()
+        precondition(summaries.count == table.count, "a series is missing from its flush")
+        for summary in summaries {
+            precondition(table.kind(summary.series) == summary.kind)
+            if let stats = summary.stats {
+                precondition(
+                    stats.min <= stats.p50 && stats.p50 <= stats.p99 && stats.p99 <= stats.max,
+                    "percentiles out of order")
+            }
+        }
+        _ = JSONLinesFormat.format(flush, summaries)
+        _ = GraphiteFormat.format(flush, summaries)
+        _ = PrometheusFormat.format(flush, summaries)
+    }
+    return 0
+}
