@@ -6,7 +6,7 @@
 /// Confined to one thread (loopd's loop thread): every method mutates.
 public final class Ingest {
     /// The parser (its `maxLineLength` is loopd's `--max-line`).
-    public let parser: StatsDParser
+    public private(set) var parser: StatsDParser
     /// The series and the current interval's aggregates.
     public private(set) var table: SeriesTable
     /// Counts since start.

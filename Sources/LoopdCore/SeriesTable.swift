@@ -94,7 +94,10 @@ public struct SeriesTable: Sendable {
 
     /// Records the line `parser` has just parsed into its series, creating the series if need be.
     public mutating func record(_ parser: StatsDParser) -> Outcome {
-        let key = parser.key
+        parser.withKey { record(parser, key: $0) }
+    }
+
+    private mutating func record(_ parser: StatsDParser, key: UnsafeRawBufferPointer) -> Outcome {
         let hash = parser.keyHash
         let hash32 = UInt32(truncatingIfNeeded: hash >> 32)
         let mask = slots.count - 1

@@ -179,7 +179,15 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         let id = ObjectIdentifier(connection)
         connections[id] = connection
         logger.debug("TCP connection from \(connection.remoteAddress)")
-        inputs += connection.lineBytes(maxLength: maxLine).start { [self] event in
+        // The run's entry in `inputs` goes when the connection ends, so that short-lived
+        // connections do not pile up there.
+        var entry: (any Disposable)?
+        let ended = { [self] in
+            connections[id] = nil
+            entry?.dispose()
+            entry = nil
+        }
+        let run = connection.lineBytes(maxLength: maxLine).start { [self] event in
             switch event {
             case let .value(line): line.withUnsafeBytes { ingest.ingest(line: $0) }
             case let .failed(error):
@@ -192,11 +200,12 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
                     logger.info("TCP connection from \(connection.remoteAddress) failed: \(error)")
                 }
                 connection.close()
-                connections[id] = nil
+                ended()
             case .completed, .interrupted:
-                connections[id] = nil
+                ended()
             }
         }
+        if connections[id] != nil { entry = inputs += run }
     }
 
     /// Ends the interval and hands the table to the flush queue; `completion` runs on the loop

@@ -1,7 +1,7 @@
 import LoopdCore
 
 /// Parses `line` with `parser`, from a String's bytes.
-func parse(_ parser: StatsDParser, _ line: String) -> LineError? {
+func parse(_ parser: inout StatsDParser, _ line: String) -> LineError? {
     var line = line
     return line.withUTF8 { parser.parse(UnsafeRawBufferPointer($0)) }
 }
