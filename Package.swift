@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "CLoadGen"),
         .executableTarget(
             name: "loopd-bench",
-            dependencies: ["CLoadGen", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CLoadGen", "LoopdCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "LoopdTests", dependencies: ["LoopdCore", "loopd"]),
         .testTarget(name: "ReactiveLoopUVTests", dependencies: ["ReactiveLoop", "ReactiveLoopUV", "UVTestHost"]),

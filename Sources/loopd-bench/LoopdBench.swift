@@ -1,6 +1,7 @@
 import ArgumentParser
 import CLoadGen
 import Foundation
+import LoopdCore
 
 #if canImport(Glibc)
     import Glibc
@@ -13,7 +14,7 @@ struct LoopdBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "loopd-bench",
         abstract: "Load loopd and collectd with StatsD counters and measure loss, memory and flush time.",
-        subcommands: [Load.self, Compare.self, Memory.self, Soak.self])
+        subcommands: [Load.self, Compare.self, Memory.self, Soak.self, Parse.self])
 }
 
 // MARK: The load
@@ -458,5 +459,35 @@ struct Soak: ParsableCommand {
             print("FAILED: the soak expects no loss and resident memory within 10% of its size after the first minute")
             throw ExitCode(1)
         }
+    }
+}
+
+// MARK: Parse
+
+struct Parse: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Parse and record datagrams of 20 counter lines over 1,000 keys in this process: ns per line.",
+        discussion: """
+            Run it under valgrind with two counts (valgrind loopd-bench parse --datagrams 10000, then \
+            20000): the same "total heap usage" for both means no allocation per line once the \
+            series exist.
+            """)
+    @Option var datagrams = 200_000
+
+    func validate() throws {
+        guard datagrams > 0 else { throw ValidationError("--datagrams must be > 0, got \(datagrams)") }
+    }
+
+    func run() {
+        let ingest = Ingest(maxLineLength: 8192, maxSeries: 100_000)
+        let generator = LoadGenerator(keys: 1000, perDatagram: 20)
+        let start = now()
+        for index in 0..<datagrams {
+            generator.datagrams[index % generator.datagrams.count].withUnsafeBytes { ingest.ingest(datagram: $0) }
+        }
+        let elapsed = now() - start
+        print(
+            "\(ingest.counts.lines) lines, \(ingest.table.count) series, \(String(format: "%.1f", elapsed / Double(ingest.counts.lines) * 1e9)) ns per line"
+        )
     }
 }
