@@ -59,7 +59,6 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private var reported = Ingest.Counts()
     private var kernelDropsAtStart: UInt64 = 0
     private var reportedKernelDrops: UInt64 = 0
-    private var totalSeriesDropped: UInt64 = 0
     private let lastFlushNanoseconds = Atomic<UInt64>(0)  // Written by the flush queue, read on the loop.
 
     /// Opens the output, the sockets and the outputs' connections; throws what cannot be
