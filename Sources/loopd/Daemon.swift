@@ -59,6 +59,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private var reported = Ingest.Counts()
     private var kernelDropsAtStart: UInt64 = 0
     private var reportedKernelDrops: UInt64 = 0
+    private var latestKernelDrops: UInt64 = 0
     private let lastFlushNanoseconds = Atomic<UInt64>(0)  // Written by the flush queue, read on the loop.
 
     /// Opens the output, the sockets and the outputs' connections; throws what cannot be
@@ -293,18 +294,21 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             drained += 1
         }
         if drained > 0 { logger.debug("read \(drained) datagrams left in the UDP buffer") }
+        _ = kernelDrops()  // The final flush reports drops up to the close.
     }
 
     /// The datagrams the kernel dropped on the UDP socket since it was opened
-    /// (`SO_MEMINFO`'s `SK_MEMINFO_DROPS`), or 0 if the kernel does not say.
+    /// (`SO_MEMINFO`'s `SK_MEMINFO_DROPS`; 0 if the kernel does not say). Once the socket is
+    /// closed, the last count read (`drainUDP` reads it just before closing).
     private func kernelDrops() -> UInt64 {
         let fd = udp.fileDescriptor
-        guard fd >= 0 else { return reportedKernelDrops &+ kernelDropsAtStart }
+        guard fd >= 0 else { return latestKernelDrops }
         var info = [UInt32](repeating: 0, count: 9)  // SK_MEMINFO_VARS
         var length = socklen_t(info.count * 4)
         let soMeminfo: Int32 = 55
         guard getsockopt(fd, SOL_SOCKET, soMeminfo, &info, &length) == 0, length >= 36 else { return 0 }
-        return UInt64(info[8])  // SK_MEMINFO_DROPS
+        latestKernelDrops = UInt64(info[8])  // SK_MEMINFO_DROPS
+        return latestKernelDrops
     }
 
     // MARK: Helpers

@@ -97,14 +97,14 @@ struct Loopd: ParsableCommand {
             let daemon = try Daemon(configuration, logger: Logger(label: "loopd"))
             daemon.run()
         } catch {
-            FileHandleStderr.write("loopd: \(error)\n")
+            StandardError.write("loopd: \(error)\n")
             throw ExitCode(1)
         }
     }
 }
 
 /// Writes to standard error without Foundation.
-enum FileHandleStderr {
+enum StandardError {
     static func write(_ text: String) {
         var text = text
         text.withUTF8 { bytes in _ = Glibc.write(2, bytes.baseAddress, bytes.count) }
