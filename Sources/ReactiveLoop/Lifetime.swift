@@ -1,13 +1,34 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Represents how long an object or an operation lives. When it ends, everything attached to it
 /// with `+=` or `observeEnded` is disposed or run, in the order attached.
 ///
 /// A lifetime ends when its `Token` is disposed or released. Bind work to an object by storing
 /// the token in that object: when the object goes away, the work stops.
-public final class Lifetime {
-    @usableFromInline let disposables: CompositeDisposable
+///
+/// - Note: A lifetime costs one object until something is attached to it; the first attachment
+///   adds the list that holds them (one object, with its mutex inside), and each attachment is
+///   one object, which is also the disposable that detaches it. Checking `hasEnded` is one
+///   atomic load. A producer's run is itself a lifetime (see `SignalProducer.start(_:)`), which
+///   is why this class is not `final`; it is not `open`, so only this module subclasses it.
+public class Lifetime {
+    /// The lifetime that holds the state, when this one was made with `init(_ token:)`.
+    @usableFromInline let _target: Lifetime?
+    /// Bit 0: ended. The other bits: the address of the observer list (`_LifetimeObservers`,
+    /// retained by this lifetime until deinit), or zero while nothing was attached.
+    @usableFromInline let _state = Synchronization.Atomic<UInt>(0)
 
     /// Whether the lifetime has ended.
-    public var hasEnded: Bool { disposables.isDisposed }
+    @inlinable
+    public var hasEnded: Bool { (_target ?? self)._state.load(ordering: .acquiring) & 1 != 0 }
 
     /// A signal that completes when the lifetime ends, or that is already completed.
     public var ended: Signal<Never, Never> {
@@ -17,27 +38,35 @@ public final class Lifetime {
     }
 
     @usableFromInline
-    init(_ disposables: CompositeDisposable) {
-        self.disposables = disposables
+    init(_target: Lifetime?) {
+        self._target = _target?._target ?? _target
     }
 
     /// Creates a lifetime that ends with `token`.
     public convenience init(_ token: Token) {
-        self.init(token.disposables)
+        self.init(_target: token.lifetime)
     }
 
     /// Creates a lifetime and the token that ends it.
     public static func make() -> (lifetime: Lifetime, token: Token) {
         let token = Token()
-        return (Lifetime(token), token)
+        return (token.lifetime, token)
     }
 
     /// A lifetime that has already ended.
     public static let empty: Lifetime = {
-        let disposables = CompositeDisposable()
-        disposables.dispose()
-        return Lifetime(disposables)
+        let lifetime = Lifetime(_target: nil)
+        lifetime._end()
+        return lifetime
     }()
+
+    deinit {
+        // A lifetime released before it ended (a producer's run nobody disposed) ends now;
+        // one made from a token leaves that to the token.
+        if _target == nil { _end() }
+        let bits = _state.load(ordering: .acquiring) & ~1
+        if bits != 0 { Unmanaged<_LifetimeObservers>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
+    }
 
     /// Runs `action` when the lifetime ends; if it has already ended, runs it now.
     ///
@@ -45,28 +74,185 @@ public final class Lifetime {
     ///   already ended.
     @discardableResult
     public func observeEnded(_ action: @escaping () -> Void) -> (any Disposable)? {
-        disposables.add(action)
+        (_target ?? self)._attach(.action(action))
     }
 
     /// Disposes `disposable` when the lifetime ends (at once if it has ended).
     @discardableResult
     public static func += (lifetime: Lifetime, disposable: (any Disposable)?) -> (any Disposable)? {
-        lifetime.disposables.add(disposable)
+        guard let disposable else { return nil }
+        return (lifetime._target ?? lifetime)._attach(.disposable(disposable))
+    }
+
+    /// Attaches `work` to the list, creating the list on first use; runs it now if ended.
+    final func _attach(_ work: _LifetimeEntry.Work) -> (any Disposable)? {
+        var state = _state.load(ordering: .acquiring)
+        while true {
+            if state & 1 != 0 {
+                work.run()
+                return nil
+            }
+            if state != 0 { break }
+            let created = _LifetimeObservers.make()
+            let bits = UInt(bitPattern: Unmanaged.passRetained(created).toOpaque())
+            let (exchanged, current) = _state.compareExchange(
+                expected: 0, desired: bits, ordering: .acquiringAndReleasing)
+            if exchanged {
+                state = bits
+                break
+            }
+            Unmanaged.passUnretained(created).release()
+            state = current
+        }
+        // The list lives as long as this lifetime, so an unretained reference is enough here.
+        let observers = Unmanaged<_LifetimeObservers>.fromOpaque(UnsafeRawPointer(bitPattern: state & ~1)!)
+        return observers._withUnsafeGuaranteedRef { $0.append(_LifetimeEntry(work, in: $0)) }
+    }
+
+    /// Ends the lifetime: runs what is attached, in order. Later calls do nothing.
+    @usableFromInline
+    final func _end() {
+        let previous = _state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue
+        guard previous & 1 == 0, previous != 0 else { return }
+        Unmanaged<_LifetimeObservers>.fromOpaque(UnsafeRawPointer(bitPattern: previous)!)
+            ._withUnsafeGuaranteedRef { $0.end() }
     }
 
     /// Ends a lifetime when disposed or released.
     public final class Token {
-        @usableFromInline let disposables = CompositeDisposable()
+        /// The lifetime this token ends.
+        @usableFromInline let lifetime = Lifetime(_target: nil)
 
         /// Creates a token, and with it a lifetime that has not ended.
         public init() {}
 
-        deinit { disposables.dispose() }
+        deinit { lifetime._end() }
 
         /// Ends the lifetime now.
-        public func dispose() { disposables.dispose() }
+        public func dispose() { lifetime._end() }
     }
 }
 
-extension Lifetime: @unchecked Sendable {}  // Immutable; CompositeDisposable is thread safe.
-extension Lifetime.Token: @unchecked Sendable {}  // Immutable; CompositeDisposable is thread safe.
+// The state is atomic; the observer list is protected by its own mutex.
+extension Lifetime: @unchecked Sendable {}
+extension Lifetime.Token: @unchecked Sendable {}  // Immutable.
+
+/// Something attached to a lifetime, and the disposable that detaches it.
+final class _LifetimeEntry: Disposable {
+    enum Work {
+        case action(() -> Void)
+        case disposable(any Disposable)
+
+        func run() {
+            switch self {
+            case let .action(action): action()
+            case let .disposable(disposable): disposable.dispose()
+            }
+        }
+    }
+
+    let work: Work
+    /// Set by whoever runs or detaches the entry first; only that caller touches `work`'s effect.
+    let claimed = Synchronization.Atomic<Bool>(false)
+    /// Strong: the list outlives the entry's detaching. The cycle (list -> entry -> list) is
+    /// broken when the entry is unlinked, by `dispose()` or by the lifetime's end.
+    let observers: _LifetimeObservers
+    // Protected by observers' mutex.
+    var next: _LifetimeEntry?
+    // Protected by observers' mutex.
+    unowned(unsafe) var previous: _LifetimeEntry?
+
+    init(_ work: Work, in observers: _LifetimeObservers) {
+        self.work = work
+        self.observers = observers
+    }
+
+    var isDisposed: Bool { claimed.load(ordering: .acquiring) }
+
+    /// Detaches the entry; it will not run.
+    func dispose() {
+        guard claim() else { return }
+        observers.remove(self)
+    }
+
+    /// Whether this caller is the first to run or detach the entry.
+    func claim() -> Bool {
+        claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    }
+}
+
+extension _LifetimeEntry: @unchecked Sendable {}  // Links are protected by the list's mutex.
+
+/// A lifetime's attachments, oldest first, in a doubly linked list behind a mutex that lives in
+/// the same allocation. The mutex is taken only to attach, detach and end, never to check
+/// `hasEnded`.
+final class _LifetimeObservers: ManagedBuffer<_LifetimeObservers.Header, pthread_mutex_t> {
+    struct Header {
+        var head: _LifetimeEntry?
+        unowned(unsafe) var tail: _LifetimeEntry?
+        var ended = false
+    }
+
+    static func make() -> _LifetimeObservers {
+        let buffer = create(minimumCapacity: 1) { _ in Header() }
+        let observers = unsafeDowncast(buffer, to: _LifetimeObservers.self)
+        observers.withUnsafeMutablePointerToElements { mutex in
+            let result = pthread_mutex_init(mutex, nil)
+            _require(result == 0, "Lifetime: pthread_mutex_init failed with \(result)")
+        }
+        return observers
+    }
+
+    deinit {
+        withUnsafeMutablePointerToElements { mutex in _ = pthread_mutex_destroy(mutex) }
+    }
+
+    private func locked<R>(_ body: (inout Header) -> R) -> R {
+        withUnsafeMutablePointers { header, mutex in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return body(&header.pointee)
+        }
+    }
+
+    /// Appends `entry`, or runs it now if the lifetime has ended; returns the entry as the
+    /// disposable that detaches it, or `nil` if it ran.
+    func append(_ entry: _LifetimeEntry) -> (any Disposable)? {
+        let appended = locked { header -> Bool in
+            guard !header.ended else { return false }
+            entry.previous = header.tail
+            if let tail = header.tail { tail.next = entry } else { header.head = entry }
+            header.tail = entry
+            return true
+        }
+        if appended { return entry }
+        if entry.claim() { entry.work.run() }
+        return nil
+    }
+
+    func remove(_ entry: _LifetimeEntry) {
+        locked { header in
+            guard !header.ended else { return }
+            let next = entry.next
+            if let previous = entry.previous { previous.next = next } else { header.head = next }
+            if let next { next.previous = entry.previous } else { header.tail = entry.previous }
+            entry.next = nil
+            entry.previous = nil
+        }
+    }
+
+    /// Takes every entry and runs those not detached, oldest first.
+    func end() {
+        var entry = locked { header -> _LifetimeEntry? in
+            header.ended = true
+            header.tail = nil
+            defer { header.head = nil }
+            return header.head
+        }
+        while let current = entry {
+            entry = current.next
+            current.next = nil
+            if current.claim() { current.work.run() }
+        }
+    }
+}

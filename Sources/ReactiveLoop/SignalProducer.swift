@@ -190,6 +190,46 @@ extension SignalProducer where Error == any Swift.Error {
 
 extension SignalProducer: @unchecked Sendable {}  // Immutable; starting is thread safe.
 
+/// One run of a producer: its lifetime, the disposable `start` returns, and the guard between
+/// the producer's events and the observer, in one object.
+///
+/// The events of a run are serial (a start handler's observer goes through a serializing core,
+/// and operators forward serially), so `finished` needs no lock. The terminal event ends the
+/// lifetime right after it is delivered; disposing ends it without an event (the producer
+/// observes its lifetime to send `interrupted`).
+@usableFromInline
+final class _ProducerRun<Value, Error: Swift.Error>: Lifetime, Disposable {
+    @usableFromInline let observer: Signal<Value, Error>.Observer
+    // Confined to the run's serial delivery.
+    @usableFromInline @exclusivity(unchecked) var finished = false
+
+    @inlinable
+    init(_ observer: Signal<Value, Error>.Observer) {
+        self.observer = observer
+        super.init(_target: nil)
+    }
+
+    /// Whether the run has ended, by its terminal event or by disposal.
+    @inlinable
+    var isDisposed: Bool { hasEnded }
+
+    /// Ends the run's lifetime.
+    @inlinable
+    func dispose() { _end() }
+
+    /// Delivers one event of the run; after a terminal event, ends the lifetime and ignores
+    /// anything else.
+    @inlinable
+    func receive(_ event: Signal<Value, Error>.Event) {
+        guard !finished else { return }
+        if event.isTerminating { finished = true }
+        observer.send(event)
+        if finished { _end() }
+    }
+}
+
+extension _ProducerRun: @unchecked Sendable {}  // `finished` is confined to serial delivery.
+
 // MARK: Starting
 
 extension SignalProducer {
@@ -210,21 +250,10 @@ extension SignalProducer {
     func _start(
         _ observer: Signal<Value, Error>.Observer, beforeRun: (any Disposable) -> Void
     ) -> any Disposable {
-        let (lifetime, token) = Lifetime.make()
-        let disposable = AnyDisposable(token.dispose)
-        beforeRun(disposable)
-        // Everything downstream of the source core is serial, so `finished` needs no lock.
-        var finished = false
-        _run(
-            Signal<Value, Error>.Observer { event in
-                guard !finished else { return }
-                if event.isTerminating { finished = true }
-                observer.send(event)
-                if finished { token.dispose() }
-            },
-            lifetime
-        )
-        return disposable
+        let run = _ProducerRun(observer)
+        beforeRun(run)
+        _run(Signal<Value, Error>.Observer { [run] event in run.receive(event) }, run)
+        return run
     }
 
     /// Starts a run with a closure that receives every event; see `start(_:)`.

@@ -50,13 +50,12 @@ public final class MainScheduler: Scheduler {
             Self.queued.wrappingSubtract(1, ordering: .releasing)
             return nil
         }
-        let disposable = AnyDisposable()
-        let action = _Unchecked(action)
+        let scheduled = _ScheduledAction(action)
         DispatchQueue.main.async {
-            if !disposable.isDisposed { action.value() }
+            scheduled.run()
             Self.queued.wrappingSubtract(1, ordering: .releasing)
         }
-        return disposable
+        return scheduled
     }
 }
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A scheduler that runs actions on a serial `DispatchQueue`.
 ///
@@ -51,12 +52,9 @@ public final class QueueScheduler: DateScheduler {
     /// Runs `action` on the queue, after the actions already queued.
     @discardableResult
     public func schedule(_ action: @escaping () -> Void) -> (any Disposable)? {
-        let disposable = AnyDisposable()
-        let action = _Unchecked(action)
-        queue.async {
-            if !disposable.isDisposed { action.value() }
-        }
-        return disposable
+        let scheduled = _ScheduledAction(action)
+        queue.async { scheduled.run() }
+        return scheduled
     }
 
     /// Runs `action` on the queue at `date`; the delay is fixed now, on the monotonic clock.
@@ -116,6 +114,31 @@ public final class QueueScheduler: DateScheduler {
 }
 
 extension QueueScheduler: @unchecked Sendable {}  // `repeating` is protected by `lock`; the rest is immutable.
+
+/// An action queued on a `DispatchQueue`, and the disposable that cancels it: one object per
+/// action, so that the closure handed to Dispatch captures a single reference.
+final class _ScheduledAction: Disposable {
+    private let state = Synchronization.Atomic<Bool>(false)
+    // Written in init, called only on the queue, released with the object.
+    private let action: () -> Void
+
+    init(_ action: @escaping () -> Void) {
+        self.action = action
+    }
+
+    /// Whether the action was cancelled.
+    var isDisposed: Bool { state.load(ordering: .acquiring) }
+
+    /// Cancels the action if it has not started.
+    func dispose() { state.store(true, ordering: .releasing) }
+
+    /// Runs the action unless it was cancelled; called on the scheduler's queue.
+    func run() {
+        if !state.load(ordering: .acquiring) { action() }
+    }
+}
+
+extension _ScheduledAction: @unchecked Sendable {}  // `action` runs on the scheduler's queue only.
 
 /// A value handed to another thread that the type system cannot prove safe to share: a
 /// scheduler's action runs on the scheduler's thread by design (ReactiveSwift's API takes
