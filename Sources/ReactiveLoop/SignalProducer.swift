@@ -217,6 +217,12 @@ final class _ProducerRun<Value, Error: Swift.Error>: Lifetime, Disposable {
     @inlinable
     func dispose() { _end() }
 
+    /// Runs `producer` as this run: its events go through `receive(_:)`, its lifetime is this.
+    @inlinable
+    func begin(_ producer: SignalProducer<Value, Error>) {
+        producer._run(Signal<Value, Error>.Observer { [self] event in self.receive(event) }, self)
+    }
+
     /// Delivers one event of the run; after a terminal event, ends the lifetime and ignores
     /// anything else.
     @inlinable
@@ -252,7 +258,7 @@ extension SignalProducer {
     ) -> any Disposable {
         let run = _ProducerRun(observer)
         beforeRun(run)
-        _run(Signal<Value, Error>.Observer { [run] event in run.receive(event) }, run)
+        run.begin(self)
         return run
     }
 

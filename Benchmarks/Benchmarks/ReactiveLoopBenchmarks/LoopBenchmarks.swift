@@ -60,12 +60,24 @@ final class LatenessRecorder: @unchecked Sendable {
         return samples.count < count
     }
 
+    /// The metrics a lateness benchmark reports: the mean and the distribution of one run.
+    static let metrics: [BenchmarkMetric] = [
+        .custom("lateness mean (ns)", useScalingFactor: false),
+        .custom("lateness p50 (ns)", useScalingFactor: false),
+        .custom("lateness p90 (ns)", useScalingFactor: false),
+        .custom("lateness p99 (ns)", useScalingFactor: false),
+        .custom("lateness max (ns)", useScalingFactor: false),
+    ]
+
     func report(to benchmark: Benchmark) {
         let sorted = samples.sorted()
         benchmark.measurement(
             .custom("lateness mean (ns)", useScalingFactor: false), Int(sorted.reduce(0, +)) / sorted.count)
-        benchmark.measurement(
-            .custom("lateness p99 (ns)", useScalingFactor: false), Int(sorted[sorted.count * 99 / 100]))
+        for (name, percentile) in [("p50", 50), ("p90", 90), ("p99", 99)] {
+            benchmark.measurement(
+                .custom("lateness \(name) (ns)", useScalingFactor: false), Int(sorted[sorted.count * percentile / 100]))
+        }
+        benchmark.measurement(.custom("lateness max (ns)", useScalingFactor: false), Int(sorted[sorted.count - 1]))
         samples.removeAll(keepingCapacity: true)
     }
 }
@@ -78,13 +90,11 @@ struct CountdownHandler: NIOScheduledCallbackHandler, Sendable {
 
 func loopBenchmarks() {
     let timers = Benchmark.Configuration(
-        metrics: [.wallClock, .mallocCountTotal], scalingFactor: .mega, maxDuration: .seconds(10), maxIterations: 5)
+        metrics: [.wallClock, .mallocCountTotal], scalingFactor: .mega, maxDuration: .seconds(10),
+        maxIterations: shortMode ? 1 : 5)
     let lateness = Benchmark.Configuration(
-        metrics: [
-            .custom("lateness mean (ns)", useScalingFactor: false),
-            .custom("lateness p99 (ns)", useScalingFactor: false),
-        ],
-        scalingFactor: .one, maxDuration: .seconds(20), maxIterations: 5)
+        metrics: LatenessRecorder.metrics, scalingFactor: .one, maxDuration: .seconds(20),
+        maxIterations: shortMode ? 1 : 5)
 
     // MARK: LoopScheduler
 
@@ -144,6 +154,20 @@ func loopBenchmarks() {
             }
         }
         loop.execute { next() }
+        recorder.done.wait()
+        recorder.report(to: benchmark)
+    }
+
+    Benchmark("Timer lateness, 1,000 x 1 ms (QueueScheduler)", configuration: lateness) { benchmark in
+        let recorder = LatenessRecorder()
+        let queueScheduler = QueueScheduler(name: "benchmark lateness")
+        func next() {
+            let deadline = monotonicNow() + 1_000_000
+            queueScheduler.schedule(after: Date(timeIntervalSinceNow: 0.001)) {
+                if recorder.record(deadline: deadline) { next() }
+            }
+        }
+        queueScheduler.schedule { next() }
         recorder.done.wait()
         recorder.report(to: benchmark)
     }

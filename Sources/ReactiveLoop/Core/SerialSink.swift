@@ -54,7 +54,7 @@ extension SignalProducer {
     static func _serialized(_ body: @escaping (_SerialSink<Value, Error>, Lifetime) -> Void) -> SignalProducer {
         SignalProducer(.run) { downstream, lifetime in
             let core = _SignalCore<Value, Error>()
-            _ = core.observe(downstream)
+            core.attachSole(downstream)
             let sink = _SerialSink(core: core)
             // Strong: the run keeps itself alive until it terminates or is disposed, whether or
             // not the start handler keeps its observer. The cycle (lifetime -> input -> core ->

@@ -28,6 +28,12 @@ public enum _SignalCoreKind: UInt8, Sendable {
     }
 }
 
+/// Whether new signal cores are of the `locked` kind (see `_SignalCoreKind.current`).
+@usableFromInline
+func _SignalCoreKindUsesLocks() -> Bool {
+    _SignalCoreKind.current == .locked
+}
+
 /// Serial, reentrancy-safe delivery of events to a set of observers.
 ///
 /// ## How it works
@@ -171,13 +177,20 @@ final class _SignalCore<Value, Error: Swift.Error> {
 
     /// A core of the kind selected by `_SignalCoreKind.current` (lock-free unless a test or
     /// benchmark selected the reference core).
-    @usableFromInline
+    @inlinable
     convenience init() {
-        self.init(kind: .current)
+        self.init(usesLocks: _SignalCoreKindUsesLocks())
     }
 
-    init(kind: _SignalCoreKind) {
-        usesLocks = kind == .locked
+    convenience init(kind: _SignalCoreKind) {
+        self.init(usesLocks: kind == .locked)
+    }
+
+    /// Specialized in the client: a generic class's initializer run unspecialized looks up
+    /// the metadata of every generic type it touches, on every signal or producer start.
+    @inlinable
+    init(usesLocks: Bool) {
+        self.usesLocks = usesLocks
         sendLock = usesLocks ? _Lock() : nil
         delivery = .allocate(capacity: 1)
         delivery.initialize(to: DeliveryState())
@@ -585,6 +598,15 @@ final class _SignalCore<Value, Error: Swift.Error> {
         }
         applyIfIdle()
         return AnyDisposable { [weak self] in self?.remove(subscription) }
+    }
+
+    /// Registers the one observer of a core that no other thread can see yet (a producer run's
+    /// downstream observer): no lock, no pending registration, no disposable, since it stays
+    /// until the core terminates.
+    @inlinable
+    func attachSole(_ observer: Observer) {
+        observerCount = 1
+        delivery.pointee.set([Subscription(observer)])
     }
 
     @inlinable

@@ -16,6 +16,7 @@
 /// returns, and runs next, in order. Other owners and other threads are not affected, so a
 /// synchronous start elsewhere (a blocking `first()` inside a start handler, say) still runs
 /// synchronously.
+@usableFromInline
 enum _Trampoline {
     /// The owners the calling thread is inside of, innermost last, each with the bodies that
     /// wait for it.
@@ -44,6 +45,7 @@ enum _Trampoline {
 
     /// Runs `body` now, or, if this thread is already inside `run` for `owner`, right after the
     /// body that is running for it returns.
+    @usableFromInline
     static func run(owner: AnyObject, _ body: @escaping () -> Void) {
         let frames = self.frames
         let id = ObjectIdentifier(owner)

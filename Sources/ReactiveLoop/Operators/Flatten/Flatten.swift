@@ -3,6 +3,7 @@
 extension Signal where Value: SignalProducerConvertible, Error == Value.Error {
     /// Flattens a signal of streams into one signal of their values, running the inner streams
     /// as `strategy` says. See `FlattenStrategy` for completion, failure and interruption.
+    @inlinable
     public func flatten(_ strategy: FlattenStrategy) -> Signal<Value.Value, Error> {
         Signal<Value.Value, Error>._serialized { sink, lifetime in
             let run = _FlattenRun(strategy, sink: sink, lifetime: lifetime)
@@ -13,6 +14,7 @@ extension Signal where Value: SignalProducerConvertible, Error == Value.Error {
 
 extension Signal where Value: SignalProducerConvertible, Error == Never {
     /// Flattens a signal that cannot fail of streams that can; see `flatten(_:)`.
+    @inlinable
     public func flatten(_ strategy: FlattenStrategy) -> Signal<Value.Value, Value.Error> {
         _promoteError(Value.Error.self).flatten(strategy)
     }
@@ -20,6 +22,7 @@ extension Signal where Value: SignalProducerConvertible, Error == Never {
 
 extension Signal where Value: SignalProducerConvertible, Error == Never, Value.Error == Never {
     /// Flattens a signal of streams, none of which can fail; see `flatten(_:)`.
+    @inlinable
     public func flatten(_ strategy: FlattenStrategy) -> Signal<Value.Value, Value.Error> {
         Signal<Value.Value, Never>._serialized { sink, lifetime in
             let run = _FlattenRun(strategy, sink: sink, lifetime: lifetime)
@@ -30,6 +33,7 @@ extension Signal where Value: SignalProducerConvertible, Error == Never, Value.E
 
 extension Signal where Value: SignalProducerConvertible, Value.Error == Never {
     /// Flattens a signal of streams that cannot fail; see `flatten(_:)`.
+    @inlinable
     public func flatten(_ strategy: FlattenStrategy) -> Signal<Value.Value, Error> {
         map { $0.producer._promoteError(Error.self) }.flatten(strategy)
     }
@@ -38,6 +42,7 @@ extension Signal where Value: SignalProducerConvertible, Value.Error == Never {
 extension SignalProducer where Value: SignalProducerConvertible, Error == Value.Error {
     /// Flattens each run's stream of streams into one stream of their values, running the
     /// inner streams as `strategy` says. See `FlattenStrategy` for the rules.
+    @inlinable
     public func flatten(_ strategy: FlattenStrategy) -> SignalProducer<Value.Value, Error> {
         SignalProducer<Value.Value, Error>._serialized { sink, lifetime in
             let run = _FlattenRun(strategy, sink: sink, lifetime: lifetime)
@@ -48,6 +53,7 @@ extension SignalProducer where Value: SignalProducerConvertible, Error == Value.
 
 extension SignalProducer where Value: SignalProducerConvertible, Error == Never {
     /// Flattens a producer that cannot fail of streams that can; see `flatten(_:)`.
+    @inlinable
     public func flatten(_ strategy: FlattenStrategy) -> SignalProducer<Value.Value, Value.Error> {
         _promoteError(Value.Error.self).flatten(strategy)
     }
@@ -55,6 +61,7 @@ extension SignalProducer where Value: SignalProducerConvertible, Error == Never 
 
 extension SignalProducer where Value: SignalProducerConvertible, Error == Never, Value.Error == Never {
     /// Flattens a producer of streams, none of which can fail; see `flatten(_:)`.
+    @inlinable
     public func flatten(_ strategy: FlattenStrategy) -> SignalProducer<Value.Value, Value.Error> {
         SignalProducer<Value.Value, Never>._serialized { sink, lifetime in
             let run = _FlattenRun(strategy, sink: sink, lifetime: lifetime)
@@ -65,6 +72,7 @@ extension SignalProducer where Value: SignalProducerConvertible, Error == Never,
 
 extension SignalProducer where Value: SignalProducerConvertible, Value.Error == Never {
     /// Flattens a producer of streams that cannot fail; see `flatten(_:)`.
+    @inlinable
     public func flatten(_ strategy: FlattenStrategy) -> SignalProducer<Value.Value, Error> {
         map { $0.producer._promoteError(Error.self) }.flatten(strategy)
     }
@@ -74,6 +82,7 @@ extension SignalProducer where Value: SignalProducerConvertible, Value.Error == 
 
 extension Signal {
     /// Maps each value to a producer and flattens them with `strategy`.
+    @inlinable
     public func flatMap<U>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> SignalProducer<U, Error>
     ) -> Signal<U, Error> {
@@ -81,6 +90,7 @@ extension Signal {
     }
 
     /// Maps each value to a stream and flattens them with `strategy`.
+    @inlinable
     public func flatMap<Inner: SignalProducerConvertible>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> Inner
     ) -> Signal<Inner.Value, Error> where Inner.Error == Error {
@@ -88,6 +98,7 @@ extension Signal {
     }
 
     /// Maps each value to a producer that cannot fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<U>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> SignalProducer<U, Never>
     ) -> Signal<U, Error> {
@@ -95,6 +106,7 @@ extension Signal {
     }
 
     /// Maps each value to a stream that cannot fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<Inner: SignalProducerConvertible>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> Inner
     ) -> Signal<Inner.Value, Error> where Inner.Error == Never {
@@ -104,6 +116,7 @@ extension Signal {
 
 extension Signal where Error == Never {
     /// Maps each value to a producer that can fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<U, F>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> SignalProducer<U, F>
     ) -> Signal<U, F> {
@@ -111,6 +124,7 @@ extension Signal where Error == Never {
     }
 
     /// Maps each value to a stream that can fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<Inner: SignalProducerConvertible>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> Inner
     ) -> Signal<Inner.Value, Inner.Error> {
@@ -118,6 +132,7 @@ extension Signal where Error == Never {
     }
 
     /// Maps each value to a producer that cannot fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<U>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> SignalProducer<U, Never>
     ) -> Signal<U, Never> {
@@ -125,6 +140,7 @@ extension Signal where Error == Never {
     }
 
     /// Maps each value to a stream that cannot fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<Inner: SignalProducerConvertible>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> Inner
     ) -> Signal<Inner.Value, Never> where Inner.Error == Never {
@@ -134,6 +150,7 @@ extension Signal where Error == Never {
 
 extension SignalProducer {
     /// Maps each value to a producer and flattens them with `strategy`.
+    @inlinable
     public func flatMap<U>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> SignalProducer<U, Error>
     ) -> SignalProducer<U, Error> {
@@ -141,6 +158,7 @@ extension SignalProducer {
     }
 
     /// Maps each value to a stream and flattens them with `strategy`.
+    @inlinable
     public func flatMap<Inner: SignalProducerConvertible>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> Inner
     ) -> SignalProducer<Inner.Value, Error> where Inner.Error == Error {
@@ -148,6 +166,7 @@ extension SignalProducer {
     }
 
     /// Maps each value to a producer that cannot fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<U>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> SignalProducer<U, Never>
     ) -> SignalProducer<U, Error> {
@@ -155,6 +174,7 @@ extension SignalProducer {
     }
 
     /// Maps each value to a stream that cannot fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<Inner: SignalProducerConvertible>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> Inner
     ) -> SignalProducer<Inner.Value, Error> where Inner.Error == Never {
@@ -164,6 +184,7 @@ extension SignalProducer {
 
 extension SignalProducer where Error == Never {
     /// Maps each value to a producer that can fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<U, F>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> SignalProducer<U, F>
     ) -> SignalProducer<U, F> {
@@ -171,6 +192,7 @@ extension SignalProducer where Error == Never {
     }
 
     /// Maps each value to a stream that can fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<Inner: SignalProducerConvertible>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> Inner
     ) -> SignalProducer<Inner.Value, Inner.Error> {
@@ -178,6 +200,7 @@ extension SignalProducer where Error == Never {
     }
 
     /// Maps each value to a producer that cannot fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<U>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> SignalProducer<U, Never>
     ) -> SignalProducer<U, Never> {
@@ -185,6 +208,7 @@ extension SignalProducer where Error == Never {
     }
 
     /// Maps each value to a stream that cannot fail and flattens them with `strategy`.
+    @inlinable
     public func flatMap<Inner: SignalProducerConvertible>(
         _ strategy: FlattenStrategy, _ transform: @escaping (Value) -> Inner
     ) -> SignalProducer<Inner.Value, Never> where Inner.Error == Never {

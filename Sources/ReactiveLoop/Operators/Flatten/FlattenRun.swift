@@ -10,33 +10,41 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     @usableFromInline typealias Inner = SignalProducer<Value, Error>
     @usableFromInline typealias Event = Signal<Value, Error>.Event
 
-    /// An inner run to start, and the slot its disposable goes into.
+    @usableFromInline typealias InnerRun = _ProducerRun<Value, Error>
+
+    /// An inner producer to start, and the run it starts as: the run exists from the moment it
+    /// is admitted, so that it can be disposed before its start (replaced by `latest`, say).
     @usableFromInline
     struct Start {
-        let id: Int
-        let inner: Inner
-        let slot: SerialDisposable
+        @usableFromInline let inner: Inner
+        @usableFromInline let run: InnerRun
+
+        @inlinable
+        init(inner: Inner, run: InnerRun) {
+            self.inner = inner
+            self.run = run
+        }
     }
 
-    let kind: FlattenStrategy.Kind
-    let sink: _SerialSink<Value, Error>
+    @usableFromInline let kind: FlattenStrategy.Kind
+    @usableFromInline let sink: _SerialSink<Value, Error>
 
     // Confined to the owner of the sink's delivery.
-    var running: [Int: SerialDisposable] = [:]
+    @usableFromInline var running: [Int: InnerRun] = [:]
     // Confined to the owner of the sink's delivery. Inner runs waiting for a place, oldest first.
-    var waiting: ContiguousArray<(id: Int, inner: Inner)> = []
+    @usableFromInline var waiting: ContiguousArray<(id: Int, inner: Inner)> = []
     // Confined to the owner of the sink's delivery.
-    var waitingHead = 0
+    @usableFromInline var waitingHead = 0
     // Confined to the owner of the sink's delivery.
-    var nextID = 0
+    @usableFromInline var nextID = 0
     // Confined to the owner of the sink's delivery.
-    var raceDecided = false
+    @usableFromInline var raceDecided = false
     // Confined to the owner of the sink's delivery.
-    var outerCompleted = false
+    @usableFromInline var outerCompleted = false
     // Confined to the owner of the sink's delivery.
-    var done = false
+    @usableFromInline var done = false
 
-    @usableFromInline
+    @inlinable
     init(_ strategy: FlattenStrategy, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
         self.kind = strategy.kind
         self.sink = sink
@@ -44,11 +52,11 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     }
 
     /// An event of the outer stream.
-    @usableFromInline
+    @inlinable
     func outer<Outer: SignalProducerConvertible>(_ event: Signal<Outer, Error>.Event)
     where Outer.Value == Value, Outer.Error == Error {
         var start: Start?
-        var stop: [SerialDisposable] = []
+        var stop: InnerRun?
         sink.send {
             guard !done else { return nil }
             switch event {
@@ -64,8 +72,9 @@ final class _FlattenRun<Value, Error: Swift.Error> {
                         waiting.append((id, inner))
                     }
                 case .latest:
-                    stop = Array(running.values)
-                    running.removeAll()
+                    // At most one inner runs.
+                    stop = running.first?.value
+                    running.removeAll(keepingCapacity: true)
                     start = admit(id, inner)
                 case .race:
                     if !raceDecided { start = admit(id, inner) }
@@ -84,14 +93,15 @@ final class _FlattenRun<Value, Error: Swift.Error> {
                 return .interrupted
             }
         }
-        for slot in stop { slot.dispose() }
+        stop?.dispose()
         if let start { run(start) }
     }
 
     /// An event of the inner run `id`.
+    @inlinable
     func inner(_ id: Int, _ event: Event) {
         var start: Start?
-        var stop: [SerialDisposable] = []
+        var stop: [InnerRun] = []
         sink.send {
             // Events of a disposed (replaced, lost race) inner run are dropped.
             guard !done, running[id] != nil else { return nil }
@@ -120,49 +130,52 @@ final class _FlattenRun<Value, Error: Swift.Error> {
                 return event
             }
         }
-        for slot in stop { slot.dispose() }
+        for run in stop { run.dispose() }
         if let start { run(start) }
     }
 
     // Requires delivery ownership.
-    private func admit(_ id: Int, _ inner: Inner) -> Start {
-        let slot = SerialDisposable()
-        running[id] = slot
-        return Start(id: id, inner: inner, slot: slot)
+    @inlinable
+    func admit(_ id: Int, _ inner: Inner) -> Start {
+        let run = InnerRun(Signal.Observer { [self] event in self.inner(id, event) })
+        running[id] = run
+        return Start(inner: inner, run: run)
     }
 
     // Requires delivery ownership.
-    private func completionIfIdle() -> Event? {
+    @inlinable
+    func completionIfIdle() -> Event? {
         guard outerCompleted, running.isEmpty, waitingHead == waiting.count else { return nil }
         done = true
         return .completed
     }
 
-    /// Starts an inner run outside delivery ownership. If its slot was disposed in the
-    /// meantime (replaced by `latest`, lost a race, the whole run ended), the inner run is
-    /// disposed as soon as it is put in the slot.
+    /// Starts an inner run outside delivery ownership. If the run was disposed in the meantime
+    /// (replaced by `latest`, lost a race, the whole run ended), its producer is not started.
     ///
     /// An inner run that completes synchronously admits the next one from inside its own
     /// start; the trampoline starts that one after this start returns, so any number of
     /// synchronous inner runs take constant stack.
-    private func run(_ start: Start) {
-        _Trampoline.run(owner: self) { [self] in
-            let id = start.id
-            start.slot.inner = start.inner.start { [self] event in self.inner(id, event) }
+    @inlinable
+    func run(_ start: Start) {
+        _Trampoline.run(owner: self) {
+            guard !start.run.hasEnded else { return }
+            start.run.begin(start.inner)
         }
     }
 
-    private func disposeAll() {
-        var slots: [SerialDisposable] = []
+    @inlinable
+    func disposeAll() {
+        var runs: [InnerRun] = []
         sink.send {
             done = true
-            slots = Array(running.values)
+            runs = Array(running.values)
             running.removeAll()
             waiting.removeAll()
             waitingHead = 0
             return nil
         }
-        for slot in slots { slot.dispose() }
+        for run in runs { run.dispose() }
     }
 }
 
