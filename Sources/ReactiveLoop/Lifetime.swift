@@ -151,8 +151,10 @@ final class _LifetimeEntry: Disposable {
         }
     }
 
-    let work: Work
-    /// Set by whoever runs or detaches the entry first; only that caller touches `work`'s effect.
+    // Written in init; afterwards read and cleared only by the caller that wins `claimed`, so
+    // that a detached entry releases what its action captured at once.
+    private var work: Work?
+    /// Set by whoever runs or detaches the entry first.
     let claimed = Synchronization.Atomic<Bool>(false)
     /// Strong: the list outlives the entry's detaching. The cycle (list -> entry -> list) is
     /// broken when the entry is unlinked, by `dispose()` or by the lifetime's end.
@@ -172,11 +174,20 @@ final class _LifetimeEntry: Disposable {
     /// Detaches the entry; it will not run.
     func dispose() {
         guard claim() else { return }
+        work = nil
         observers.remove(self)
     }
 
+    /// Runs the work if this caller is the first to run or detach the entry.
+    func runIfUnclaimed() {
+        guard claim() else { return }
+        let work = self.work
+        self.work = nil
+        work?.run()
+    }
+
     /// Whether this caller is the first to run or detach the entry.
-    func claim() -> Bool {
+    private func claim() -> Bool {
         claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     }
 }
@@ -226,7 +237,7 @@ final class _LifetimeObservers: ManagedBuffer<_LifetimeObservers.Header, pthread
             return true
         }
         if appended { return entry }
-        if entry.claim() { entry.work.run() }
+        entry.runIfUnclaimed()
         return nil
     }
 
@@ -252,7 +263,7 @@ final class _LifetimeObservers: ManagedBuffer<_LifetimeObservers.Header, pthread
         while let current = entry {
             entry = current.next
             current.next = nil
-            if current.claim() { current.work.run() }
+            current.runIfUnclaimed()
         }
     }
 }

@@ -1,0 +1,156 @@
+import Foundation
+import Testing
+
+@testable import ReactiveLoop
+
+/// Attaching to a lifetime, detaching and ending (the token-level basics are in DisposableTests).
+@Suite("Lifetime attachments")
+struct LifetimeAttachmentTests {
+    @Test func attachmentsRunOnceInTheOrderAttached() {
+        let (lifetime, token) = Lifetime.make()
+        let log = Box<[String]>([])
+        lifetime.observeEnded { log.modify { $0.append("first") } }
+        lifetime += AnyDisposable { log.modify { $0.append("second") } }
+        lifetime.observeEnded { log.modify { $0.append("third") } }
+        #expect(!lifetime.hasEnded)
+        token.dispose()
+        token.dispose()
+        #expect(lifetime.hasEnded)
+        #expect(log.value == ["first", "second", "third"])
+    }
+
+    @Test func aDetachedAttachmentNeverRunsAndIsReleased() {
+        let (lifetime, token) = Lifetime.make()
+        weak var captured: Tracked?
+        var ran = false
+        let detach: (any Disposable)? = {
+            let tracked = Tracked()
+            captured = tracked
+            return lifetime.observeEnded {
+                _ = tracked; ran = true
+            }
+        }()
+        #expect(captured != nil)
+        #expect(detach?.isDisposed == false)
+        detach?.dispose()
+        #expect(detach?.isDisposed == true)
+        #expect(captured == nil, "detaching releases the action at once, not when the lifetime ends")
+        token.dispose()
+        #expect(!ran)
+    }
+
+    @Test func detachingKeepsTheOthersAndTheirOrder() {
+        let (lifetime, token) = Lifetime.make()
+        let log = Box<[Int]>([])
+        let detachers = (0..<6).map { index in lifetime.observeEnded { log.modify { $0.append(index) } } }
+        // The head, the tail and one in the middle.
+        for index in [0, 5, 2] { detachers[index]?.dispose() }
+        token.dispose()
+        #expect(log.value == [1, 3, 4])
+    }
+
+    @Test func attachingToAnEndedLifetimeRunsAtOnceAndReturnsNil() {
+        let (lifetime, token) = Lifetime.make()
+        token.dispose()
+        var ran = false
+        #expect(lifetime.observeEnded { ran = true } == nil)
+        #expect(ran)
+        let disposable = AnyDisposable()
+        #expect((lifetime += disposable) == nil)
+        #expect(disposable.isDisposed)
+        #expect((lifetime += nil) == nil)
+        #expect(Lifetime.empty.hasEnded)
+    }
+
+    @Test func aLifetimeMadeFromATokenSharesItsEnd() {
+        let token = Lifetime.Token()
+        let first = Lifetime(token)
+        let second = Lifetime(token)
+        var ended = 0
+        first.observeEnded { ended += 1 }
+        second.observeEnded { ended += 1 }
+        #expect(!first.hasEnded && !second.hasEnded)
+        token.dispose()
+        #expect(first.hasEnded && second.hasEnded)
+        #expect(ended == 2)
+    }
+
+    @Test func releasingTheTokenEndsTheLifetime() {
+        var token: Lifetime.Token? = Lifetime.Token()
+        let lifetime = Lifetime(token!)
+        var ended = false
+        lifetime.observeEnded { ended = true }
+        token = nil
+        #expect(ended)
+        #expect(lifetime.hasEnded)
+    }
+
+    /// A long-lived lifetime that many short runs attach to and detach from (`take(during:)`)
+    /// keeps only the attachments still in place.
+    @Test func manyAttachAndDetachCyclesKeepNothingBehind() {
+        let (lifetime, token) = Lifetime.make()
+        let alive = Box(0)
+        for _ in 0..<10_000 {
+            let tracked = Tracked { alive.modify { $0 -= 1 } }
+            alive.modify { $0 += 1 }
+            let detach = lifetime.observeEnded { _ = tracked }
+            detach?.dispose()
+        }
+        #expect(alive.value == 0)
+        withExtendedLifetime(token) {}
+    }
+
+    @Test func aProducerRunEndsItsLifetimeOnTerminationOrDisposal() {
+        var endedByCompletion = false
+        SignalProducer<Int, Never> { observer, lifetime in
+            lifetime.observeEnded { endedByCompletion = true }
+            observer.sendCompleted()
+        }.start()
+        #expect(endedByCompletion)
+
+        var runLifetime: Lifetime?
+        let disposable = SignalProducer<Int, Never> { _, lifetime in runLifetime = lifetime }.start()
+        #expect(runLifetime?.hasEnded == false)
+        #expect(!disposable.isDisposed)
+        disposable.dispose()
+        #expect(runLifetime?.hasEnded == true)
+        #expect(disposable.isDisposed)
+    }
+}
+
+/// Attaching, detaching and ending from many threads at once: every attachment either runs
+/// exactly once or is detached, never both, never twice; one attached after the end runs at
+/// once. Under `--sanitize=thread` the list's links are checked for races.
+@Suite("Lifetime Stress", .serialized)
+struct LifetimeStressTests {
+    @Test func concurrentAttachDetachAndEnd() {
+        let rounds = ProcessInfo.processInfo.environment["CI_SHORT"] == nil ? 200 : 50
+        for _ in 0..<rounds {
+            let (lifetime, token) = Lifetime.make()
+            let perThread = 50
+            // Runs per attachment, by thread * perThread + index.
+            let runs = Box([Int](repeating: 0, count: 3 * perThread))
+            DispatchQueueShim.concurrentPerform(iterations: 4) { thread in
+                if thread == 3 {
+                    token.dispose()
+                    return
+                }
+                for index in 0..<perThread {
+                    let slot = thread * perThread + index
+                    let detach = lifetime.observeEnded { runs.modify { $0[slot] += 1 } }
+                    if index % 2 == 0 { detach?.dispose() }
+                }
+            }
+            // Kept attachments ran exactly once; detached ones at most once (a detach can lose
+            // the race with the end).
+            for slot in 0..<(3 * perThread) {
+                if slot % perThread % 2 == 1 {
+                    #expect(runs.value[slot] == 1, "attachment \(slot) ran \(runs.value[slot]) times")
+                } else {
+                    #expect(runs.value[slot] <= 1, "attachment \(slot) ran \(runs.value[slot]) times")
+                }
+            }
+            #expect(lifetime.hasEnded)
+        }
+    }
+}
