@@ -5,6 +5,32 @@ import Testing
 
 @Suite("TestScheduler")
 struct TestSchedulerTests {
+    @Test func anActionThatRanIsReleasedAndLaterOnesStillRunInOrder() {
+        let scheduler = TestScheduler()
+        weak var captured: Tracked?
+        var order: [Int] = []
+        do {
+            let tracked = Tracked()
+            captured = tracked
+            scheduler.schedule { _ = tracked }
+        }
+        // Enough actions to cross the compaction of the already-run ones, some at later times.
+        for index in 0..<3_000 {
+            if index % 3 == 0 {
+                scheduler.schedule(after: .seconds(1)) { order.append(index) }
+            } else {
+                scheduler.schedule { order.append(index) }
+            }
+        }
+        scheduler.advance()
+        #expect(captured == nil, "a run action keeps nothing it captured")
+        #expect(order == (0..<3_000).filter { $0 % 3 != 0 })
+        order.removeAll()
+        scheduler.schedule(after: .milliseconds(500)) { order.append(-1) }
+        scheduler.advance(by: .seconds(1))
+        #expect(order == [-1] + (0..<3_000).filter { $0 % 3 == 0 })
+    }
+
     @Test func advanceRunsWhatFallsDueInDeadlineOrderWithTheClockAtEachDeadline() {
         let scheduler = TestScheduler(startDate: Date(timeIntervalSinceReferenceDate: 100))
         let log = Box<[String]>([])

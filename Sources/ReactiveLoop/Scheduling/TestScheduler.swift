@@ -19,7 +19,8 @@ public final class TestScheduler: DateScheduler {
         /// within a `Date`'s rounding of the deadline runs it.
         let dueBy: Duration
         let sequence: UInt64
-        let action: () -> Void
+        /// Replaced by an empty closure once run, so that what it captured is released.
+        var action: () -> Void
     }
 
     private let lock = _Lock()
@@ -28,8 +29,11 @@ public final class TestScheduler: DateScheduler {
     private var now: Duration = .zero
     // Protected by lock. Wall-clock adjustments (`rewind`).
     private var wallOffset: Duration = .zero
-    // Protected by lock. Sorted by (deadline, sequence).
+    // Protected by lock. Sorted by (deadline, sequence); the pending ones start at `head`.
     private var items: [Item] = []
+    // Protected by lock. Items before it have run: running one advances it instead of removing
+    // the first element (O(n)), and the array is compacted once most of it has run.
+    private var head = 0
     // Protected by lock.
     private var nextSequence: UInt64 = 0
 
@@ -130,7 +134,7 @@ public final class TestScheduler: DateScheduler {
 
     // Requires lock. Where an item with this key is, or would be inserted.
     private func indexLocked(deadline: Duration, sequence: UInt64) -> Int {
-        items.partitionPoint { ($0.deadline, $0.sequence) >= (deadline, sequence) }
+        items.partitionPoint(from: head) { ($0.deadline, $0.sequence) >= (deadline, sequence) }
     }
 
     private func cancel(deadline: Duration, sequence: UInt64) {
@@ -219,11 +223,20 @@ public final class TestScheduler: DateScheduler {
     fileprivate func runDue(until end: Duration) {
         while true {
             let next: Item? = lock.withLock {
-                guard let first = items.first, first.dueBy <= end else {
+                guard head < items.count, items[head].dueBy <= end else {
                     now = max(now, end)
                     return nil
                 }
-                items.removeFirst()
+                let first = items[head]
+                items[head].action = {}
+                head += 1
+                if head == items.count {
+                    items.removeAll(keepingCapacity: true)
+                    head = 0
+                } else if head >= 1_024 && head * 2 >= items.count {
+                    items.removeFirst(head)
+                    head = 0
+                }
                 now = max(now, min(first.deadline, end))
                 return first
             }
@@ -270,10 +283,10 @@ extension TestScheduler {
 extension TestScheduler: @unchecked Sendable {}  // All state is protected by `lock`.
 
 extension Array {
-    /// The first index whose element satisfies `belongsInSecondPartition`, for an array
-    /// partitioned by it (binary search).
-    func partitionPoint(_ belongsInSecondPartition: (Element) -> Bool) -> Int {
-        var low = 0
+    /// The first index from `start` whose element satisfies `belongsInSecondPartition`, for an
+    /// array partitioned by it from there (binary search).
+    func partitionPoint(from start: Int = 0, _ belongsInSecondPartition: (Element) -> Bool) -> Int {
+        var low = start
         var high = count
         while low < high {
             let middle = (low + high) / 2
