@@ -94,7 +94,7 @@ func loopBenchmarks() {
         maxIterations: shortMode ? 1 : 5)
     let lateness = Benchmark.Configuration(
         metrics: LatenessRecorder.metrics, scalingFactor: .one, maxDuration: .seconds(20),
-        maxIterations: shortMode ? 1 : 5)
+        maxIterations: shortMode ? 1 : 5, thresholds: [:])
 
     // MARK: LoopScheduler
 
