@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A cold stream: a recipe that creates a new run of events each time it is started.
 ///
 /// Operators on a producer do not create a signal per operator: a start creates one serializing
@@ -209,13 +211,20 @@ final class _ProducerRun<Value, Error: Swift.Error>: Lifetime, Disposable {
         super.init(_target: nil)
     }
 
-    /// Whether the run has ended, by its terminal event or by disposal.
+    /// Set by `dispose()` only: a run that terminated by itself was not disposed, as before the
+    /// run was one object (the disposable `start` returns said so).
+    @usableFromInline let disposed = Synchronization.Atomic<Bool>(false)
+
+    /// Whether `dispose()` was called.
     @inlinable
-    var isDisposed: Bool { hasEnded }
+    var isDisposed: Bool { disposed.load(ordering: .acquiring) }
 
     /// Ends the run's lifetime.
     @inlinable
-    func dispose() { _end() }
+    func dispose() {
+        disposed.store(true, ordering: .releasing)
+        _end()
+    }
 
     /// Runs `producer` as this run: its events go through `receive(_:)`, its lifetime is this.
     @inlinable

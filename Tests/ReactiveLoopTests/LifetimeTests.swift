@@ -102,11 +102,12 @@ struct LifetimeAttachmentTests {
 
     @Test func aProducerRunEndsItsLifetimeOnTerminationOrDisposal() {
         var endedByCompletion = false
-        SignalProducer<Int, Never> { observer, lifetime in
+        let completed = SignalProducer<Int, Never> { observer, lifetime in
             lifetime.observeEnded { endedByCompletion = true }
             observer.sendCompleted()
         }.start()
         #expect(endedByCompletion)
+        #expect(!completed.isDisposed, "a run that terminated by itself was not disposed")
 
         var runLifetime: Lifetime?
         let disposable = SignalProducer<Int, Never> { _, lifetime in runLifetime = lifetime }.start()
