@@ -233,7 +233,9 @@ struct ContentionReportTests {
                 _ContentionReport.seconds = savedSeconds
                 _ContentionReport.report = savedReport
             }
-            let (signal, input) = Signal<ContentionMarker, Never>.pipe()
+            // The report belongs to the lock-free core: create it as such even while a test on
+            // another thread has switched the kind of new signals to the locked reference core.
+            let (signal, input) = withCoreKind(.lockFree) { Signal<ContentionMarker, Never>.pipe() }
             let sent = DispatchSemaphore(value: 0)
             signal.observeValues { marker in
                 guard marker.value == 1 else { return }
