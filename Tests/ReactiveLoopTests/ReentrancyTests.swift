@@ -220,36 +220,13 @@ struct ContentionReportTests {
     /// breaks the deadlock with a timeout and reads the report.
     @Test func aSendWaitingForADeliveryThatWaitsForItIsReportedOnce() {
         #if DEBUG
-            let reports = Box<[String]>([])
-            let reported = DispatchSemaphore(value: 0)
-            let savedSeconds = _ContentionReport.seconds
-            let savedReport = _ContentionReport.report
-            _ContentionReport.seconds = 0.2
-            _ContentionReport.report = { message in
-                reports.modify { $0.append(message) }
-                if message.contains("ContentionMarker") { reported.signal() }
+            let ours = contentionReports(naming: "ContentionMarker") { onValue in
+                // The report belongs to the lock-free core: create it as such even while a test
+                // on another thread has switched new signals to the locked reference core.
+                let (signal, input) = withCoreKind(.lockFree) { Signal<ContentionMarker, Never>.pipe() }
+                signal.observeValues { onValue($0.value) }
+                return { input.send(value: ContentionMarker(value: $0)) }
             }
-            defer {
-                _ContentionReport.seconds = savedSeconds
-                _ContentionReport.report = savedReport
-            }
-            // The report belongs to the lock-free core: create it as such even while a test on
-            // another thread has switched the kind of new signals to the locked reference core.
-            let (signal, input) = withCoreKind(.lockFree) { Signal<ContentionMarker, Never>.pipe() }
-            let sent = DispatchSemaphore(value: 0)
-            signal.observeValues { marker in
-                guard marker.value == 1 else { return }
-                Thread.detachNewThread {
-                    input.send(value: ContentionMarker(value: 2))
-                    sent.signal()
-                }
-                // Waits for B, whose send waits for this delivery: the report breaks the cycle
-                // (or, if it never comes, the generous timeout does and the test fails).
-                _ = reported.wait(timeout: .now() + 30)
-            }
-            input.send(value: ContentionMarker(value: 1))
-            sent.wait()
-            let ours = reports.value.filter { $0.contains("ContentionMarker") }
             #expect(ours.count == 1)
             #expect(ours.first?.contains("has waited 0.2 s for a delivery of Signal<ContentionMarker, Never>") == true)
             #expect(ours.first?.contains("A send that waits for its own delivery deadlocks") == true)

@@ -24,12 +24,11 @@ extension SignalProducer {
         _ make: @escaping (_SerialSink<U, F>, Lifetime) -> Signal<Value, Error>.Observer
     ) -> SignalProducer<U, F> {
         SignalProducer<U, F>(.run) { downstream, lifetime in
-            let core = _SignalCore<U, F>()
-            _ = core.observe(downstream)
-            let input = make(_SerialSink(core: core), lifetime)
+            let sink = _SerialSink<U, F>(downstream)
+            let input = make(sink, lifetime)
             // A run that terminated ends its lifetime too: nothing to interrupt then, and no
             // action to schedule for it.
-            lifetime.observeEnded { if !core.hasTerminated { input.sendInterrupted() } }
+            lifetime.observeEnded { if !sink.hasTerminated { input.sendInterrupted() } }
             self._run(input, lifetime)
         }
     }
