@@ -15,19 +15,12 @@ extension ActionError: @unchecked Sendable {}  // Errors are handed between thre
 /// executing, and fails with `ActionError.disabled` otherwise. Every execution's events are also
 /// sent to `events`, `values`, `errors` and `completed`.
 public final class Action<Input, Output, Error: Swift.Error> {
-    private struct State {
-        var isUserEnabled: Bool
-        var isExecuting = false
-        var value: Any
-        var isEnabled: Bool { isUserEnabled && !isExecuting }
-    }
-
-    private let execute: (Any, Input) -> SignalProducer<Output, Error>
-    private let state: MutableProperty<State>
+    @usableFromInline let execute: (Any, Input) -> SignalProducer<Output, Error>
+    @usableFromInline let state: MutableProperty<_ActionState>
     /// The property the action was created with: the action keeps it alive, as in ReactiveSwift.
     private let userState: AnyObject
-    private let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
-    private let disabledErrorsInput: Signal<(), Never>.Observer
+    @usableFromInline let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
+    @usableFromInline let disabledErrorsInput: Signal<(), Never>.Observer
     private let token: Lifetime.Token
 
     /// Ends when the action goes away.
@@ -61,14 +54,16 @@ public final class Action<Input, Output, Error: Swift.Error> {
         self.userState = state
         (lifetime, token) = Lifetime.make()
         let initial = state.value
-        self.state = MutableProperty(Action.State(isUserEnabled: isEnabled(initial), value: initial))
+        self.state = MutableProperty(_ActionState(isUserEnabled: isEnabled(initial), value: initial))
         (events, eventsInput) = Signal.pipe()
         (disabledErrors, disabledErrorsInput) = Signal.pipe()
         values = events.compactMap { $0.value }
         errors = events.compactMap { $0.error }
         completed = events.compactMap { $0.isCompleted ? () : nil }
-        isExecuting = self.state.map(\.isExecuting).skipRepeats()
-        self.isEnabled = self.state.map(\.isEnabled).skipRepeats()
+        // One derived property each, straight from the state's producer: a change of state
+        // costs one hop per output.
+        isExecuting = Property(_unsafeProducer: self.state.producer.map { $0.isExecuting }.skipRepeats())
+        self.isEnabled = Property(_unsafeProducer: self.state.producer.map { $0.isEnabled }.skipRepeats())
         state.signal.take(during: lifetime).observeValues { [weak storage = self.state] value in
             storage?.modify { state in
                 state.value = value
@@ -124,6 +119,9 @@ public final class Action<Input, Output, Error: Swift.Error> {
     /// If the action is disabled or executing at that moment, the run fails at once with
     /// `ActionError.disabled` and `disabledErrors` sends a value. Otherwise `isExecuting` becomes
     /// `true` until the execution terminates; disposing the run interrupts the execution.
+    ///
+    /// Inlinable, so that the run specializes for the action's types in the caller.
+    @inlinable
     public func apply(_ input: Input) -> SignalProducer<Output, ActionError<Error>> {
         SignalProducer { [weak self] observer, lifetime in
             guard let self else { return observer.send(error: .disabled) }
@@ -156,6 +154,25 @@ public final class Action<Input, Output, Error: Swift.Error> {
 }
 
 extension Action: BindingTargetProvider {}
+
+/// The state of an action: whether its condition allows it, whether it is executing, and the
+/// value of the property it was made with. Not generic, so that the property holding it and
+/// the properties derived from it are specialized in this module.
+@usableFromInline
+struct _ActionState {
+    @usableFromInline var isUserEnabled: Bool
+    @usableFromInline var isExecuting = false
+    @usableFromInline var value: Any
+
+    @usableFromInline
+    init(isUserEnabled: Bool, value: Any) {
+        self.isUserEnabled = isUserEnabled
+        self.value = value
+    }
+
+    @inlinable
+    var isEnabled: Bool { isUserEnabled && !isExecuting }
+}
 
 extension Action where Input == Void {
     /// A producer that, when started, runs one execution; see `apply(_:)`.

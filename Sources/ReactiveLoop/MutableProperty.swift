@@ -55,6 +55,7 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
 
     /// Sets a new value and returns the old one, atomically.
     @discardableResult
+    @inlinable
     public func swap(_ newValue: Value) -> Value {
         storage.swap(newValue)
     }
@@ -63,12 +64,14 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
     ///
     /// - Note: Do not set or modify this same property from inside `action`; use its result.
     @discardableResult
+    @inlinable
     public func modify<Result>(_ action: (inout Value) throws -> Result) rethrows -> Result {
         try storage.modify(action)
     }
 
     /// Runs `action` with the current value while no change can be delivered.
     @discardableResult
+    @inlinable
     public func withValue<Result>(_ action: (Value) throws -> Result) rethrows -> Result {
         try storage.withValue(action)
     }
