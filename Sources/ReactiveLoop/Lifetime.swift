@@ -16,7 +16,8 @@ import Synchronization
 ///
 /// - Note: A lifetime costs one object until something is attached to it; the first attachment
 ///   adds the list that holds them (one object, with its mutex inside), and each attachment is
-///   one object, which is also the disposable that detaches it. Checking `hasEnded` is one
+///   one object, which is also the disposable that detaches it. (A producer run's own
+///   interruption takes an inline slot instead, when it is attached first, as it usually is.) Checking `hasEnded` is one
 ///   atomic load. A producer's run is itself a lifetime (see `SignalProducer.start(_:)`), which
 ///   is why this class is not `final`; it is not `open`, so only this module subclasses it.
 public class Lifetime {
@@ -25,6 +26,10 @@ public class Lifetime {
     /// Bit 0: ended. The other bits: the address of the observer list (`_LifetimeObservers`,
     /// retained by this lifetime until deinit), or zero while nothing was attached.
     @usableFromInline let _state = Synchronization.Atomic<UInt>(0)
+    /// The first attachment, when the module could make it without the list (`_attachFirst`):
+    /// the address of a retained `_LifetimeEndHandler`, or zero. Whoever exchanges it for zero
+    /// runs it, so it runs once.
+    @usableFromInline let _first = Synchronization.Atomic<UInt>(0)
 
     /// Whether the lifetime has ended.
     @inlinable
@@ -109,11 +114,40 @@ public class Lifetime {
         return observers._withUnsafeGuaranteedRef { $0.append(_LifetimeEntry(work, in: $0)) }
     }
 
-    /// Ends the lifetime: runs what is attached, in order. Later calls do nothing.
+    /// Runs `handler.lifetimeEnded()` when the lifetime ends, or now if it has ended. While
+    /// nothing is attached yet, this costs no allocation: the handler takes the lifetime's one
+    /// inline slot (a producer run's serializing input uses it). It cannot be detached.
+    @usableFromInline
+    final func _attachFirst(_ handler: _LifetimeEndHandler) {
+        let lifetime = _target ?? self
+        if lifetime._state.load(ordering: .sequentiallyConsistent) == 0 {
+            let bits = UInt(bitPattern: Unmanaged.passRetained(handler).toOpaque())
+            if lifetime._first.compareExchange(expected: 0, desired: bits, ordering: .sequentiallyConsistent).exchanged {
+                // Ended meanwhile: `_end` may have looked at the slot before we filled it.
+                if lifetime._state.load(ordering: .sequentiallyConsistent) & 1 != 0 { lifetime._runFirst() }
+                return
+            }
+            Unmanaged.passUnretained(handler).release()
+        }
+        lifetime._attach(.action { handler.lifetimeEnded() })
+    }
+
+    /// Runs the handler in the inline slot, if nobody has taken it yet.
+    final func _runFirst() {
+        let bits = _first.exchange(0, ordering: .sequentiallyConsistent)
+        guard bits != 0 else { return }
+        Unmanaged<_LifetimeEndHandler>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
+            .lifetimeEnded()
+    }
+
+    /// Ends the lifetime: runs what is attached, in order (the inline slot, which is only filled
+    /// while nothing else is attached, first). Later calls do nothing.
     @usableFromInline
     final func _end() {
-        let previous = _state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue
-        guard previous & 1 == 0, previous != 0 else { return }
+        let previous = _state.bitwiseOr(1, ordering: .sequentiallyConsistent).oldValue
+        guard previous & 1 == 0 else { return }
+        _runFirst()
+        guard previous != 0 else { return }
         Unmanaged<_LifetimeObservers>.fromOpaque(UnsafeRawPointer(bitPattern: previous)!)
             ._withUnsafeGuaranteedRef { $0.end() }
     }
@@ -136,6 +170,18 @@ public class Lifetime {
 // The state is atomic; the observer list is protected by its own mutex.
 extension Lifetime: @unchecked Sendable {}
 extension Lifetime.Token: @unchecked Sendable {}  // Immutable.
+
+/// Something the module attaches to a lifetime with `_attachFirst`: an object whose
+/// `lifetimeEnded()` runs when the lifetime ends. Subclasses override it.
+@usableFromInline
+class _LifetimeEndHandler {
+    @usableFromInline
+    init() {}
+
+    /// Called once, when the lifetime ends.
+    @usableFromInline
+    func lifetimeEnded() {}
+}
 
 /// Something attached to a lifetime, and the disposable that detaches it.
 final class _LifetimeEntry: Disposable {

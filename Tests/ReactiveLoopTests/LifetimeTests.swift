@@ -117,6 +117,60 @@ struct LifetimeAttachmentTests {
         #expect(runLifetime?.hasEnded == true)
         #expect(disposable.isDisposed)
     }
+
+    /// A handler for the inline slot that counts its runs and logs them.
+    final class CountingHandler: _LifetimeEndHandler, @unchecked Sendable {  // The log is a Box.
+        let log: Box<[String]>
+        let name: String
+        init(_ name: String, log: Box<[String]>) {
+            self.name = name
+            self.log = log
+        }
+        override func lifetimeEnded() { log.modify { $0.append(name) } }
+    }
+
+    @Test func theInlineSlotRunsOnceBeforeWhatWasAttachedAfterIt() {
+        let (lifetime, token) = Lifetime.make()
+        let log = Box<[String]>([])
+        weak var weakHandler: CountingHandler?
+        do {
+            let handler = CountingHandler("inline", log: log)
+            weakHandler = handler
+            lifetime._attachFirst(handler)
+        }
+        lifetime.observeEnded { log.modify { $0.append("listed") } }
+        #expect(weakHandler != nil)
+        token.dispose()
+        token.dispose()
+        #expect(log.value == ["inline", "listed"])
+        // Run, so released: the slot does not keep it.
+        #expect(weakHandler == nil)
+    }
+
+    @Test func withSomethingAttachedAlreadyTheHandlerIsListedInOrder() {
+        let (lifetime, token) = Lifetime.make()
+        let log = Box<[String]>([])
+        lifetime.observeEnded { log.modify { $0.append("listed") } }
+        lifetime._attachFirst(CountingHandler("second", log: log))
+        lifetime._attachFirst(CountingHandler("third", log: log))
+        token.dispose()
+        #expect(log.value == ["listed", "second", "third"])
+    }
+
+    @Test func onAnEndedLifetimeTheHandlerRunsAtOnce() {
+        let log = Box<[String]>([])
+        Lifetime.empty._attachFirst(CountingHandler("now", log: log))
+        #expect(log.value == ["now"])
+    }
+
+    @Test func aReleasedRunLifetimeRunsItsInlineHandler() {
+        let log = Box<[String]>([])
+        do {
+            let run = _ProducerRun<Int, Never>(Signal<Int, Never>.Observer())
+            run._attachFirst(CountingHandler("ended", log: log))
+        }
+        #expect(log.value == ["ended"])
+    }
 }
 
 /// Attaching, detaching and ending from many threads at once: every attachment either runs
@@ -152,6 +206,23 @@ struct LifetimeStressTests {
                 }
             }
             #expect(lifetime.hasEnded)
+        }
+    }
+
+    /// The inline slot filled while another thread ends the lifetime: the handler runs once.
+    @Test func inlineSlotRacingTheEndRunsOnce() {
+        let rounds = ProcessInfo.processInfo.environment["CI_SHORT"] == nil ? 2_000 : 500
+        for _ in 0..<rounds {
+            let (lifetime, token) = Lifetime.make()
+            let log = Box<[String]>([])
+            DispatchQueueShim.concurrentPerform(iterations: 2) { thread in
+                if thread == 0 {
+                    lifetime._attachFirst(LifetimeAttachmentTests.CountingHandler("inline", log: log))
+                } else {
+                    token.dispose()
+                }
+            }
+            #expect(log.value == ["inline"])
         }
     }
 }

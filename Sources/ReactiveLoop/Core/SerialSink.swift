@@ -25,7 +25,7 @@ import Synchronization
 /// Unlike a signal's core, a sink has no observer list, no registration mailbox and no lock of
 /// its own: one object per run, and nothing else until a send is contended or reentrant.
 @usableFromInline
-final class _SerialSink<Value, Error: Swift.Error> {
+final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler {
     @usableFromInline typealias Event = Signal<Value, Error>.Event
 
     @usableFromInline static var flagWaiters: UInt { 1 }
@@ -54,6 +54,13 @@ final class _SerialSink<Value, Error: Swift.Error> {
     @inlinable
     init(_ downstream: Signal<Value, Error>.Observer) {
         self.downstream = .passRetained(downstream)
+        super.init()
+    }
+
+    /// The run's lifetime ended: interrupt it (nothing happens if it already terminated).
+    @inlinable
+    override func lifetimeEnded() {
+        send(.interrupted)
     }
 
     deinit {
@@ -318,8 +325,8 @@ extension SignalProducer {
             // Strong: the run keeps itself alive until it terminates or is disposed, whether or
             // not the start handler keeps its observer. The cycle (lifetime -> sink -> downstream
             // -> the run) is broken when the lifetime ends, which the run does on its terminal
-            // event and on disposal.
-            lifetime.observeEnded { sink.send(.interrupted) }
+            // event and on disposal. The lifetime's inline slot: no allocation.
+            lifetime._attachFirst(sink)
             body(sink, lifetime)
         }
     }
