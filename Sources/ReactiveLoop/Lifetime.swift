@@ -122,7 +122,8 @@ public class Lifetime {
         let lifetime = _target ?? self
         if lifetime._state.load(ordering: .sequentiallyConsistent) == 0 {
             let bits = UInt(bitPattern: Unmanaged.passRetained(handler).toOpaque())
-            if lifetime._first.compareExchange(expected: 0, desired: bits, ordering: .sequentiallyConsistent).exchanged {
+            if lifetime._first.compareExchange(expected: 0, desired: bits, ordering: .sequentiallyConsistent).exchanged
+            {
                 // Ended meanwhile: `_end` may have looked at the slot before we filled it.
                 if lifetime._state.load(ordering: .sequentiallyConsistent) & 1 != 0 { lifetime._runFirst() }
                 return
