@@ -192,15 +192,41 @@ extension SignalProducer where Error == any Swift.Error {
 
 extension SignalProducer: @unchecked Sendable {}  // Immutable; starting is thread safe.
 
+/// A run's lifetime that is also the disposable ending it: a producer run, or an inner run of
+/// flatten.
+@usableFromInline
+class _RunLifetime: Lifetime, Disposable {
+    /// Set by `dispose()` only: a run that terminated by itself was not disposed.
+    @usableFromInline let disposed = Synchronization.Atomic<Bool>(false)
+
+    @inlinable
+    init() {
+        super.init(_target: nil)
+    }
+
+    /// Whether `dispose()` was called.
+    @inlinable
+    final var isDisposed: Bool { disposed.load(ordering: .acquiring) }
+
+    /// Ends the run's lifetime, which interrupts it unless it has terminated.
+    @inlinable
+    final func dispose() {
+        disposed.store(true, ordering: .releasing)
+        _end()
+    }
+}
+
+extension _RunLifetime: @unchecked Sendable {}  // The flag is atomic; the lifetime is thread safe.
+
 /// One run of a producer: its lifetime, the disposable `start` returns, and the guard between
 /// the producer's events and the observer, in one object.
 ///
-/// The events of a run are serial (a start handler's observer goes through a serializing core,
+/// The events of a run are serial (a start handler's observer goes through a serializing sink,
 /// and operators forward serially), so `finished` needs no lock. The terminal event ends the
 /// lifetime right after it is delivered; disposing ends it without an event (the producer
 /// observes its lifetime to send `interrupted`).
 @usableFromInline
-final class _ProducerRun<Value, Error: Swift.Error>: Lifetime, Disposable {
+final class _ProducerRun<Value, Error: Swift.Error>: _RunLifetime {
     @usableFromInline let observer: Signal<Value, Error>.Observer
     // Confined to the run's serial delivery.
     @usableFromInline @exclusivity(unchecked) var finished = false
@@ -208,22 +234,7 @@ final class _ProducerRun<Value, Error: Swift.Error>: Lifetime, Disposable {
     @inlinable
     init(_ observer: Signal<Value, Error>.Observer) {
         self.observer = observer
-        super.init(_target: nil)
-    }
-
-    /// Set by `dispose()` only: a run that terminated by itself was not disposed, as before the
-    /// run was one object (the disposable `start` returns said so).
-    @usableFromInline let disposed = Synchronization.Atomic<Bool>(false)
-
-    /// Whether `dispose()` was called.
-    @inlinable
-    var isDisposed: Bool { disposed.load(ordering: .acquiring) }
-
-    /// Ends the run's lifetime.
-    @inlinable
-    func dispose() {
-        disposed.store(true, ordering: .releasing)
-        _end()
+        super.init()
     }
 
     /// Runs `producer` as this run: its events go through `receive(_:)`, its lifetime is this.

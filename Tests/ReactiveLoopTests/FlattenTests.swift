@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import ReactiveLoop
 
@@ -194,6 +195,54 @@ struct FlattenTests {
         producer.start(second.observer)
         #expect(first.events == [.value(1), .value(2), .value(3), .completed])
         #expect(second.events == first.events)
+    }
+
+    /// An inner admitted while another is starting waits for that start to return; if the
+    /// whole run is disposed meanwhile, it is never started: its start handler does not run.
+    @Test func anInnerDisposedWhileWaitingToStartIsNeverStarted() {
+        let (outer, outerInput) = Signal<Int, Never>.pipe()
+        let (first, firstInput) = Signal<Int, Never>.pipe()
+        let started = Box<[Int]>([])
+        let run = Box<(any Disposable)?>(nil)
+        run.value = outer.producer.flatMap(.concat) { number -> SignalProducer<Int, Never> in
+            if number == 1 { return SignalProducer(first) }
+            return SignalProducer { observer, _ in
+                started.modify { $0.append(number) }
+                observer.send(value: number)
+                // Completing admits 3, which waits for this start to return; then the whole
+                // run is disposed.
+                observer.sendCompleted()
+                if number == 2 { run.value?.dispose() }
+            }
+        }.start()
+        outerInput.send(value: 1)
+        outerInput.send(value: 2)
+        outerInput.send(value: 3)
+        firstInput.sendCompleted()
+        #expect(started.value == [2])
+    }
+
+    /// Inner runs started from two threads at once (each thread's inners finishing
+    /// synchronously) all run, and each delivers all of its values.
+    @Test func innerRunsStartedFromTwoThreadsAtOnceAllRun() {
+        let (outer, outerInput) = Signal<Int, Never>.pipe()
+        let total = Box(0)
+        let completed = Box(false)
+        outer.producer.flatMap(.merge) { value in SignalProducer<Int, Never>([value, value]) }
+            .start { event in
+                switch event {
+                case let .value(value): total.modify { $0 += value }
+                case .completed: completed.value = true
+                default: break
+                }
+            }
+        let perThread = 2_000
+        DispatchQueueShim.concurrentPerform(iterations: 2) { _ in
+            for value in 1...perThread { outerInput.send(value: value) }
+        }
+        outerInput.sendCompleted()
+        #expect(total.value == 2 * 2 * (perThread * (perThread + 1) / 2))
+        #expect(completed.value)
     }
 }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One run of `flatten`: the strategy's state machine and the inner runs it starts.
 ///
 /// Every state change happens inside `sink.send(computing:)`, that is while holding the output
@@ -10,7 +12,7 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     @usableFromInline typealias Inner = SignalProducer<Value, Error>
     @usableFromInline typealias Event = Signal<Value, Error>.Event
 
-    @usableFromInline typealias InnerRun = _ProducerRun<Value, Error>
+    @usableFromInline typealias InnerRun = _FlattenInnerRun<Value, Error>
 
     /// An inner producer to start, and the run it starts as: the run exists from the moment it
     /// is admitted, so that it can be disposed before its start (replaced by `latest`, say).
@@ -23,6 +25,13 @@ final class _FlattenRun<Value, Error: Swift.Error> {
         init(inner: Inner, run: InnerRun) {
             self.inner = inner
             self.run = run
+        }
+
+        /// Runs `inner` as `run`, unless the run ended before its start.
+        @inlinable
+        func begin() {
+            guard !run.hasEnded else { return }
+            inner._run(Signal.Observer { [run] event in run.flatten.inner(run, event) }, run)
         }
     }
 
@@ -43,6 +52,13 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     @usableFromInline var outerCompleted = false
     // Confined to the owner of the sink's delivery.
     @usableFromInline var done = false
+    /// The thread starting inner runs (see `run(_:)`), or 0.
+    @usableFromInline let starter = Synchronization.Atomic<UInt>(0)
+    /// Starts admitted while the starter was starting another, oldest first from
+    /// `pendingHead`. Confined to the starter thread.
+    @usableFromInline @exclusivity(unchecked) var pending: ContiguousArray<Start> = []
+    // Confined to the starter thread.
+    @usableFromInline @exclusivity(unchecked) var pendingHead = 0
 
     @inlinable
     init(_ strategy: FlattenStrategy, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
@@ -97,9 +113,10 @@ final class _FlattenRun<Value, Error: Swift.Error> {
         if let start { run(start) }
     }
 
-    /// An event of the inner run `id`.
+    /// An event of the inner run `innerRun`; after its terminal event, its lifetime ends.
     @inlinable
-    func inner(_ id: Int, _ event: Event) {
+    func inner(_ innerRun: InnerRun, _ event: Event) {
+        let id = innerRun.id
         var start: Start?
         var stop: [InnerRun] = []
         sink.send {
@@ -131,13 +148,14 @@ final class _FlattenRun<Value, Error: Swift.Error> {
             }
         }
         for run in stop { run.dispose() }
+        if event.isTerminating { innerRun._end() }
         if let start { run(start) }
     }
 
     // Requires delivery ownership.
     @inlinable
     func admit(_ id: Int, _ inner: Inner) -> Start {
-        let run = InnerRun(Signal.Observer { [self] event in self.inner(id, event) })
+        let run = InnerRun(flatten: self, id: id)
         running[id] = run
         return Start(inner: inner, run: run)
     }
@@ -154,14 +172,29 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     /// (replaced by `latest`, lost a race, the whole run ended), its producer is not started.
     ///
     /// An inner run that completes synchronously admits the next one from inside its own
-    /// start; the trampoline starts that one after this start returns, so any number of
-    /// synchronous inner runs take constant stack.
+    /// start; that one is queued and started after this start returns, so any number of
+    /// synchronous inner runs take constant stack. One thread at a time does this with the
+    /// run's own queue (no allocation per inner); another thread starting inner runs of the
+    /// same flatten meanwhile uses the shared trampoline.
     @inlinable
     func run(_ start: Start) {
-        _Trampoline.run(owner: self) {
-            guard !start.run.hasEnded else { return }
-            start.run.begin(start.inner)
+        let me = _currentThreadID()
+        if starter.load(ordering: .relaxed) == me {
+            pending.append(start)
+            return
         }
+        guard starter.compareExchange(expected: 0, desired: me, ordering: .acquiring).exchanged else {
+            return _Trampoline.run(owner: self) { start.begin() }
+        }
+        start.begin()
+        while pendingHead < pending.count {
+            let next = pending[pendingHead]
+            pendingHead += 1
+            next.begin()
+        }
+        pending.removeAll(keepingCapacity: true)
+        pendingHead = 0
+        starter.store(0, ordering: .releasing)
     }
 
     @inlinable
@@ -180,3 +213,24 @@ final class _FlattenRun<Value, Error: Swift.Error> {
 }
 
 extension _FlattenRun: @unchecked Sendable {}  // State is confined to the owner of the sink's delivery.
+
+/// One inner run of a flatten: its lifetime, its disposable, and what its events go to (the
+/// flatten run, with its id), in one object, so that an inner run costs this object and the
+/// observer its producer sends to. Events after its terminal event, or after it was disposed or
+/// replaced, are dropped by the flatten run (the id is no longer running).
+@usableFromInline
+final class _FlattenInnerRun<Value, Error: Swift.Error>: _RunLifetime {
+    /// Strong: the flatten run holds its inner runs only while they run, so the cycle ends
+    /// when the inner run is removed.
+    @usableFromInline let flatten: _FlattenRun<Value, Error>
+    @usableFromInline let id: Int
+
+    @inlinable
+    init(flatten: _FlattenRun<Value, Error>, id: Int) {
+        self.flatten = flatten
+        self.id = id
+        super.init()
+    }
+}
+
+extension _FlattenInnerRun: @unchecked Sendable {}  // Immutable; the lifetime is thread safe.
