@@ -130,7 +130,7 @@ public class Lifetime {
             }
             Unmanaged.passUnretained(handler).release()
         }
-        lifetime._attach(.action { handler.lifetimeEnded() })
+        _ = lifetime._attach(.action { handler.lifetimeEnded() })
     }
 
     /// Runs the handler in the inline slot, if nobody has taken it yet.
