@@ -2,9 +2,11 @@ extension Signal {
     /// Receives the events of a signal. An observer is also the input side of a pipe: sending to
     /// the input observer of `Signal.pipe()` delivers the event to every observer of its output.
     ///
-    /// - Note: An input observer made by `Signal.init(_:)`, `Signal.pipe()` or a producer start
-    ///   sends `interrupted` when it is released without having terminated its signal, so that a
-    ///   forgotten input never leaves observers waiting forever.
+    /// - Note: An input observer made by `Signal.init(_:)` or `Signal.pipe()` sends
+    ///   `interrupted` when it is released without having terminated its signal, so that a
+    ///   forgotten input never leaves observers waiting forever. The observer a producer's start
+    ///   handler gets does not: a run ends by its own terminal event or by disposal (see
+    ///   "Where ReactiveLoop differs from ReactiveSwift on purpose" in docs/APIContracts.md).
     public final class Observer {
         /// The function that receives each event.
         public typealias Action = (Signal<Value, Error>.Event) -> Void
