@@ -60,7 +60,7 @@ final class _AggregateSlotOf<T>: _AggregateSlot {
 }
 
 /// One run of combineLatest or zip. State changes happen inside `sink.send(computing:)`, under
-/// the output core's delivery ownership, so emissions are ordered with the values that caused
+/// the output sink's delivery ownership, so emissions are ordered with the values that caused
 /// them even when the sources send from different threads.
 @usableFromInline
 final class _AggregateRun<Value, Error: Swift.Error> {

@@ -3,7 +3,7 @@ import Synchronization
 /// One run of `flatten`: the strategy's state machine and the inner runs it starts.
 ///
 /// Every state change happens inside `sink.send(computing:)`, that is while holding the output
-/// core's delivery ownership, so the state needs no lock and each emitted event is ordered with
+/// sink's delivery ownership, so the state needs no lock and each emitted event is ordered with
 /// the state change that produced it. Side effects (starting and disposing inner runs) are
 /// decided inside and carried out after, outside ownership, so no inner start handler ever runs
 /// while the output is held.
