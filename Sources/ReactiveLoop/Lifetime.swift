@@ -135,6 +135,10 @@ public class Lifetime {
 
     /// Runs the handler in the inline slot, if nobody has taken it yet.
     final func _runFirst() {
+        // A load first: most lifetimes never fill the slot, and a load is cheaper than the
+        // exchange. Sequentially consistent with `_attachFirst`'s publish-then-check, so either
+        // the load sees the handler or the attacher sees the end and runs it itself.
+        guard _first.load(ordering: .sequentiallyConsistent) != 0 else { return }
         let bits = _first.exchange(0, ordering: .sequentiallyConsistent)
         guard bits != 0 else { return }
         Unmanaged<_LifetimeEndHandler>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
