@@ -86,6 +86,7 @@ def main():
             arguments = ", ".join(f"{LETTERS[i].lower()}.producer" for i in range(n))
             lines += [
                 f"    /// Aggregates {n} properties as `{op}(with:)` does for two.",
+                "    @inlinable",
                 f"    public static func {op}<{generics}>({params(n, 'producer')}) -> Property<({values})>",
                 f"    where {', '.join(where)} {{",
                 f"        Property(_unsafeProducer: SignalProducer.{op}({arguments}))",

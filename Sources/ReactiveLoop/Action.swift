@@ -22,6 +22,8 @@ public final class Action<Input, Output, Error: Swift.Error> {
     @usableFromInline let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
     @usableFromInline let disabledErrorsInput: Signal<(), Never>.Observer
     private let token: Lifetime.Token
+    /// The storages of `isExecuting` and `isEnabled`, completed when the action goes away.
+    private let derivedStorages: (_PropertyStorage<Bool>, _PropertyStorage<Bool>)
 
     /// Ends when the action goes away.
     public let lifetime: Lifetime
@@ -60,10 +62,25 @@ public final class Action<Input, Output, Error: Swift.Error> {
         values = events.compactMap { $0.value }
         errors = events.compactMap { $0.error }
         completed = events.compactMap { $0.isCompleted ? () : nil }
-        // One derived property each, straight from the state's producer: a change of state
-        // costs one hop per output.
-        isExecuting = Property(_unsafeProducer: self.state.producer.map { $0.isExecuting }.skipRepeats())
-        self.isEnabled = Property(_unsafeProducer: self.state.producer.map { $0.isEnabled }.skipRepeats())
+        // `isExecuting` and `isEnabled` are set by one observer of the state, which the state's
+        // core calls serially in the order of the changes; each is set only when it changes.
+        let executing = _PropertyStorage(false)
+        let enabled = _PropertyStorage(self.state.value.isEnabled)
+        isExecuting = Property(_storage: executing)
+        self.isEnabled = Property(_storage: enabled)
+        derivedStorages = (executing, enabled)
+        var wasExecuting = false
+        var wasEnabled = enabled.value
+        self.state.signal.observeValues { state in
+            if state.isExecuting != wasExecuting {
+                wasExecuting = state.isExecuting
+                executing.set(wasExecuting)
+            }
+            if state.isEnabled != wasEnabled {
+                wasEnabled = state.isEnabled
+                enabled.set(wasEnabled)
+            }
+        }
         state.signal.take(during: lifetime).observeValues { [weak storage = self.state] value in
             storage?.modify { state in
                 state.value = value
@@ -109,6 +126,8 @@ public final class Action<Input, Output, Error: Swift.Error> {
     }
 
     deinit {
+        derivedStorages.0.complete()
+        derivedStorages.1.complete()
         token.dispose()
         eventsInput.sendCompleted()
         disabledErrorsInput.sendCompleted()

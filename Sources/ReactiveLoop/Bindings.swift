@@ -28,6 +28,7 @@ extension BindingTargetProvider {
     /// - Returns: A disposable that ends the binding, or `nil` if the target's lifetime has
     ///   already ended.
     @discardableResult
+    @inlinable
     public static func <~ <Source: BindingSource>(provider: Self, source: Source) -> (any Disposable)?
     where Source.Value == Value {
         let target = provider.bindingTarget
@@ -40,6 +41,7 @@ extension BindingTargetProvider {
 
     /// Binds a source of non-optional values to a target of optional values.
     @discardableResult
+    @inlinable
     public static func <~ <Source: BindingSource>(provider: Self, source: Source) -> (any Disposable)?
     where Value == Source.Value? {
         provider <~ source.producer.map(Optional.some)
@@ -71,6 +73,7 @@ public struct BindingTarget<Value>: BindingTargetProvider {
 
     /// Creates a target that writes each value to `object[keyPath:]` on `scheduler`, for as long
     /// as `lifetime` lasts. The object is not retained.
+    @inlinable
     public init<Object: AnyObject>(
         on scheduler: any Scheduler = ImmediateScheduler(), lifetime: Lifetime, object: Object,
         keyPath: ReferenceWritableKeyPath<Object, Value>
@@ -97,6 +100,7 @@ extension Optional: BindingTargetProvider where Wrapped: BindingTargetProvider {
 extension Signal.Observer {
     /// Sends every value of `source` to `observer` until `source` terminates.
     @discardableResult
+    @inlinable
     public static func <~ <Source: BindingSource>(
         observer: Signal<Value, Error>.Observer, source: Source
     ) -> any Disposable where Source.Value == Value {

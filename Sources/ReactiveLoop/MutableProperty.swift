@@ -13,10 +13,10 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
     public let lifetime: Lifetime
 
     /// Every change from now on; completes when the property goes away.
-    public var signal: Signal<Value, Never> { storage.signal }
+    public let signal: Signal<Value, Never>
 
     /// The current value, then every change; completes when the property goes away.
-    public var producer: SignalProducer<Value, Never> { storage.producer }
+    public var producer: SignalProducer<Value, Never> { storage.producer(keeping: signal) }
 
     /// The current value. Setting it delivers the new value to every observer before returning
     /// (or, from inside a delivery, right after that delivery).
@@ -35,9 +35,19 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
     /// The property itself (property-wrapper form: `$name`).
     public var projectedValue: MutableProperty<Value> { self }
 
+    /// A binding target that sets `value`, bound to the property's lifetime.
+    ///
+    /// It holds the property's storage rather than a weak reference to the property: a bound
+    /// value costs no weak load, and the binding still ends when the property goes away.
+    @inlinable
+    public var bindingTarget: BindingTarget<Value> {
+        BindingTarget(lifetime: lifetime) { [storage] value in storage.set(value) }
+    }
+
     /// Creates a property with `initialValue`.
     public init(_ initialValue: Value) {
         storage = _PropertyStorage(initialValue)
+        signal = Signal(source: .core(storage.core))
         (lifetime, token) = Lifetime.make()
     }
 

@@ -21,6 +21,7 @@ public protocol MutablePropertyProtocol<Value>: PropertyProtocol, BindingTargetP
 
 extension MutablePropertyProtocol {
     /// A binding target that sets `value`, bound to the property's lifetime.
+    @inlinable
     public var bindingTarget: BindingTarget<Value> {
         BindingTarget(lifetime: lifetime) { [weak self] value in self?.value = value }
     }
@@ -46,13 +47,13 @@ public protocol ComposableMutablePropertyProtocol<Value>: MutablePropertyProtoco
 /// `Property(capturing:)` is the one form that keeps its source alive.
 @propertyWrapper
 public final class Property<Value>: PropertyProtocol {
-    private let _value: () -> Value
+    @usableFromInline let _value: () -> Value
     /// The current value, then every change; completes when the property's sources go away.
     public let producer: SignalProducer<Value, Never>
     /// Every change from now on; completes when the property's sources go away.
     public let signal: Signal<Value, Never>
     /// What this property keeps alive: the captured property, or the derived value's storage.
-    private let retained: AnyObject?
+    @usableFromInline let retained: AnyObject?
 
     /// The current value.
     public var value: Value { _value() }
@@ -82,12 +83,14 @@ public final class Property<Value>: PropertyProtocol {
 
     /// A read-only view of `property` that does not keep it alive: it holds `property`'s
     /// latest value, and its streams complete when `property` goes away.
+    @inlinable
     public convenience init<P: PropertyProtocol>(_ property: P) where P.Value == Value {
         self.init(_unsafeProducer: property.producer)
     }
 
     /// A property that starts at `initial` and then takes each value of `values`, which runs
     /// until it terminates or nothing holds or observes the property any more.
+    @inlinable
     public convenience init(initial: Value, then values: SignalProducer<Value, Never>) {
         self.init(_unsafeProducer: values.prefix(value: initial))
     }
@@ -98,13 +101,27 @@ public final class Property<Value>: PropertyProtocol {
         self.init(initial: initial, then: values.producer)
     }
 
+    /// A read-only view of `storage`, which its owner changes and completes.
+    @usableFromInline
+    init(_storage storage: _PropertyStorage<Value>) {
+        let signal = Signal(source: .core(storage.core))
+        _value = { storage.value }
+        producer = storage.producer(keeping: signal)
+        self.signal = signal
+        retained = storage
+    }
+
     /// A property holding the latest value of `producer`, which must send a value as soon as it
     /// starts.
     ///
-    /// Ownership: the run of `producer` holds the storage's signal core, and the storage only
-    /// weakly, so the streams live as long as the run; the property (and any producer made
-    /// from it) holds the storage. The core's resources are the run: when the storage is gone
-    /// and the core has no observer left, the core ends and disposes the run.
+    /// Ownership: the run of `producer` holds the storage (value and signal core) strongly; the
+    /// property, its signal and any producer made from it hold the signal handle. The core's
+    /// resources are the run: when no handle is left and the core has no observer, the core
+    /// ends and disposes the run, which releases the storage. A change from the source is one
+    /// plain store and delivery, with no weak reference to load.
+    /// Inlinable, so that the run and the storage specialize for the value's type in the
+    /// caller: a change then costs no generic metadata look-up.
+    @inlinable
     init(_unsafeProducer producer: SignalProducer<Value, Never>) {
         let core = _SignalCore<Value, Never>()
         let run = SerialDisposable()
@@ -113,39 +130,36 @@ public final class Property<Value>: PropertyProtocol {
         run.inner = producer.start { event in
             switch event {
             case let .value(value):
-                if link.isCreated {
-                    if let storage = link.storage { storage.set(value) } else { core.send(.value(value)) }
+                if let storage = link.storage {
+                    storage.set(value)
                 } else {
-                    let storage = _PropertyStorage(value, core: core)
-                    link.isCreated = true
-                    link.storage = storage
-                    link.first = storage
+                    link.storage = _PropertyStorage(value, core: core)
                 }
             case .completed, .interrupted:
                 core.send(.completed)
             }
         }
-        guard let storage = link.first else {
+        guard let storage = link.storage else {
             _argumentFailure(
                 "Property(initial:then:) and derived properties: the producer must send a value as soon as it starts")
         }
-        link.first = nil
+        let signal = Signal(source: .core(core))
         _value = { storage.value }
-        self.producer = storage.producer
-        self.signal = storage.signal
+        self.producer = storage.producer(keeping: signal)
+        self.signal = signal
         self.retained = storage
     }
 }
 
 /// How the run behind a derived property reaches its storage.
+@usableFromInline
 final class _DerivedStorageLink<Value>: @unchecked Sendable {
     // Written by the run's first value, which arrives during `start` on the initializer's
-    // thread; then only the initializer touches it (to take it and clear it).
-    var first: _PropertyStorage<Value>?
-    // Confined to the run's deliveries, which are serial.
-    var isCreated = false
-    // Written once by the first value; read by the run's deliveries.
-    weak var storage: _PropertyStorage<Value>?
+    // thread, before the initializer reads it; then read only by the run's deliveries, which
+    // are serial.
+    @usableFromInline var storage: _PropertyStorage<Value>?
+
+    @usableFromInline init() {}
 }
 
 extension Property where Value: OptionalProtocol {

@@ -126,6 +126,28 @@ struct ActionTests {
         #expect(ActionError<TestError>.producerFailed(TestError(code: 1)) != .producerFailed(TestError(code: 2)))
     }
 
+    /// `isEnabled` and `isExecuting` send a value only when they change, and complete when the
+    /// action goes away.
+    @Test func enablednessAndExecutionSendOnlyChangesAndCompleteWithTheAction() {
+        let condition = MutableProperty(true)
+        let (signal, input) = Signal<Int, Never>.pipe()
+        var action: Action<Void, Int, Never>? = Action(enabledIf: condition) { SignalProducer(signal) }
+        let enabled = Recorder<Bool, Never>()
+        let executing = Recorder<Bool, Never>()
+        action!.isEnabled.producer.start(enabled.observer)
+        action!.isExecuting.producer.start(executing.observer)
+        action!.apply().start()
+        condition.value = false  // disabled by its condition while executing: no change
+        condition.value = true
+        input.sendCompleted()
+        condition.value = false
+        #expect(enabled.values == [true, false, true, false])
+        #expect(executing.values == [false, true, false])
+        action = nil
+        #expect(enabled.terminal == .completed)
+        #expect(executing.terminal == .completed)
+    }
+
     @Test func releasingTheActionCompletesItsSignals() {
         let completed = Box(false)
         var action: Action<Void, Int, Never>? = Action { SignalProducer(value: 1) }

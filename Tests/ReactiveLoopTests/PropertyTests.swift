@@ -224,6 +224,37 @@ extension PropertyTests {
         #expect(recorder.terminal == .completed, "\(kind)")
     }
 
+    /// A producer taken from a derived property keeps following the source after the property
+    /// object is gone, until it is started and beyond.
+    @Test func aHeldProducerOfAReleasedDerivedPropertyStillFollowsItsSource() {
+        let source = MutableProperty(1)
+        var derived: Property<Int>? = source.map { $0 * 10 }
+        let producer = derived!.producer
+        derived = nil
+        source.value = 2
+        let recorder = Recorder<Int, Never>()
+        producer.start(recorder.observer)
+        source.value = 3
+        #expect(recorder.values == [20, 30])
+        #expect(recorder.terminal == nil)
+    }
+
+    /// The run behind a derived property holds its storage strongly; releasing the property
+    /// (with nothing observing it) still releases the storage and the value in it, while the
+    /// source lives on.
+    @Test func aReleasedDerivedPropertyReleasesItsLatestValue() {
+        final class Payload {}
+        let source = MutableProperty(1)
+        weak var latest: Payload?
+        var derived: Property<Payload>? = source.map { _ in Payload() }
+        source.value = 2
+        latest = derived?.value
+        #expect(latest != nil)
+        derived = nil
+        #expect(latest == nil)
+        source.value = 3
+    }
+
     @Test func propertyFromAProducerStopsItWhenNothingHoldsOrObservesIt() {
         let ended = Box(false)
         let values = SignalProducer<Int, Never> { _, lifetime in lifetime.observeEnded { ended.value = true } }

@@ -202,3 +202,40 @@ struct StressTests {
         }
     }
 }
+
+extension StressTests {
+    /// An action applied from four threads at once runs one execution at a time: every apply
+    /// either runs or fails with `disabled`, `isExecuting` alternates between `false` and
+    /// `true` (never twice the same), and it ends `false`. The recorder keeps plain state, so
+    /// an overlapping delivery is a race under `--sanitize=thread`.
+    @Test func anActionAppliedFromFourThreadsRunsOneExecutionAtATime() {
+        final class Recorded: @unchecked Sendable {  // Written only by serial deliveries.
+            var executing: [Bool] = []
+        }
+        let threads = 4
+        let perThread = min(Self.valuesPerThread / 20, 5_000)
+        let action = Action<Int, Int, Never> { SignalProducer(value: $0) }
+        let recorded = Recorded()
+        action.isExecuting.producer.startWithValues { recorded.executing.append($0) }
+        let ran = Atomic<Int>(0)
+        let disabled = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for index in 0..<perThread {
+                action.apply(thread * perThread + index).startWithResult { result in
+                    switch result {
+                    case .success: ran.wrappingAdd(1, ordering: .relaxed)
+                    case .failure: disabled.wrappingAdd(1, ordering: .relaxed)
+                    }
+                }
+            }
+        }
+        let runs = ran.load(ordering: .relaxed)
+        #expect(runs + disabled.load(ordering: .relaxed) == threads * perThread)
+        #expect(runs > 0)
+        #expect(recorded.executing.count == 1 + 2 * runs)
+        #expect(zip(recorded.executing, recorded.executing.dropFirst()).allSatisfy { $0 != $1 })
+        #expect(recorded.executing.last == false)
+        #expect(!action.isExecuting.value)
+        #expect(action.isEnabled.value)
+    }
+}

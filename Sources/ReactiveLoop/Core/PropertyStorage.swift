@@ -4,10 +4,13 @@
 /// A change takes the signal core's delivery ownership, stores the value, and delivers it
 /// before giving ownership back; a change made from inside a delivery (on the delivering
 /// thread) stores at once, so reads see it, and is delivered right after the current delivery.
+///
+/// The storage holds the core, not a `Signal` handle: whoever owns the property holds the
+/// handle, so that the run feeding a derived property can hold its storage strongly (no weak
+/// load per change) without keeping the streams alive.
 @usableFromInline
 final class _PropertyStorage<Value> {
     @usableFromInline let core: _SignalCore<Value, Never>
-    @usableFromInline let signal: Signal<Value, Never>
     @usableFromInline let lock = _Lock()
     // Protected by lock; changed only by the owner of core's delivery.
     @usableFromInline var current: Value
@@ -16,7 +19,6 @@ final class _PropertyStorage<Value> {
     init(_ initial: Value, core: _SignalCore<Value, Never> = _SignalCore()) {
         current = initial
         self.core = core
-        signal = Signal(source: .core(core))
     }
 
     @inlinable
@@ -67,8 +69,13 @@ final class _PropertyStorage<Value> {
     /// Started from inside a delivery of this property, after a reentrant change, the current
     /// value already includes the changes still queued for delivery; the core registers the
     /// new observer behind them, so it sees the newest value once, not twice.
-    var producer: SignalProducer<Value, Never> {
-        SignalProducer { [self] observer, lifetime in
+    ///
+    /// - Parameter signal: The property's signal handle, which the producer keeps alive so that
+    ///   the streams outlive the property object for as long as the producer is held.
+    @usableFromInline
+    func producer(keeping signal: Signal<Value, Never>) -> SignalProducer<Value, Never> {
+        SignalProducer { [self, signal] observer, lifetime in
+            _ = signal
             let owned = core.beginExclusive()
             observer.send(value: value)
             lifetime += core.observe(observer, ifTerminated: .completed)

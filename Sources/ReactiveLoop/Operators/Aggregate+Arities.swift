@@ -905,18 +905,21 @@ extension SignalProducer {
 
 extension PropertyProtocol {
     /// Aggregates 2 properties as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<A, B>(_ a: A, _ b: B) -> Property<(A.Value, B.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, Value == A.Value {
         Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer))
     }
 
     /// Aggregates 3 properties as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<A, B, C>(_ a: A, _ b: B, _ c: C) -> Property<(Value, B.Value, C.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, Value == A.Value {
         Property(_unsafeProducer: SignalProducer.combineLatest(a.producer, b.producer, c.producer))
     }
 
     /// Aggregates 4 properties as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> Property<
         (Value, B.Value, C.Value, D.Value)
     >
@@ -925,6 +928,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 5 properties as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> Property<
         (Value, B.Value, C.Value, D.Value, E.Value)
     >
@@ -937,6 +941,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 6 properties as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> Property<
         (Value, B.Value, C.Value, D.Value, E.Value, F.Value)
     >
@@ -950,6 +955,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 7 properties as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G)
         -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value)>
     where
@@ -962,6 +968,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 8 properties as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<A, B, C, D, E, F, G, H>(
         _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H
     ) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value)>
@@ -975,6 +982,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 9 properties as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<A, B, C, D, E, F, G, H, I>(
         _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I
     ) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value)>
@@ -989,6 +997,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 10 properties as `combineLatest(with:)` does for two.
+    @inlinable
     public static func combineLatest<A, B, C, D, E, F, G, H, I, J>(
         _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J
     ) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value)>
@@ -1006,24 +1015,28 @@ extension PropertyProtocol {
 
 extension PropertyProtocol {
     /// Aggregates 2 properties as `zip(with:)` does for two.
+    @inlinable
     public static func zip<A, B>(_ a: A, _ b: B) -> Property<(A.Value, B.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, Value == A.Value {
         Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer))
     }
 
     /// Aggregates 3 properties as `zip(with:)` does for two.
+    @inlinable
     public static func zip<A, B, C>(_ a: A, _ b: B, _ c: C) -> Property<(Value, B.Value, C.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, Value == A.Value {
         Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer))
     }
 
     /// Aggregates 4 properties as `zip(with:)` does for two.
+    @inlinable
     public static func zip<A, B, C, D>(_ a: A, _ b: B, _ c: C, _ d: D) -> Property<(Value, B.Value, C.Value, D.Value)>
     where A: PropertyProtocol, B: PropertyProtocol, C: PropertyProtocol, D: PropertyProtocol, Value == A.Value {
         Property(_unsafeProducer: SignalProducer.zip(a.producer, b.producer, c.producer, d.producer))
     }
 
     /// Aggregates 5 properties as `zip(with:)` does for two.
+    @inlinable
     public static func zip<A, B, C, D, E>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) -> Property<
         (Value, B.Value, C.Value, D.Value, E.Value)
     >
@@ -1035,6 +1048,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 6 properties as `zip(with:)` does for two.
+    @inlinable
     public static func zip<A, B, C, D, E, F>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) -> Property<
         (Value, B.Value, C.Value, D.Value, E.Value, F.Value)
     >
@@ -1047,6 +1061,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 7 properties as `zip(with:)` does for two.
+    @inlinable
     public static func zip<A, B, C, D, E, F, G>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> Property<
         (Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value)
     >
@@ -1060,6 +1075,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 8 properties as `zip(with:)` does for two.
+    @inlinable
     public static func zip<A, B, C, D, E, F, G, H>(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H)
         -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value)>
     where
@@ -1072,6 +1088,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 9 properties as `zip(with:)` does for two.
+    @inlinable
     public static func zip<A, B, C, D, E, F, G, H, I>(
         _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I
     ) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value)>
@@ -1086,6 +1103,7 @@ extension PropertyProtocol {
     }
 
     /// Aggregates 10 properties as `zip(with:)` does for two.
+    @inlinable
     public static func zip<A, B, C, D, E, F, G, H, I, J>(
         _ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H, _ i: I, _ j: J
     ) -> Property<(Value, B.Value, C.Value, D.Value, E.Value, F.Value, G.Value, H.Value, I.Value, J.Value)>
