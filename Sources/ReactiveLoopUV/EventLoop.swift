@@ -196,6 +196,9 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         return accepted
     }
 
+    /// How many closures are queued and not yet taken by the loop thread (for tests).
+    var queuedCount: Int { queueLock.withLock { pending.count } }
+
     /// Runs `body` on the loop thread: at once if called there, otherwise queued (`execute`).
     ///
     /// - Returns: `false` if the loop was stopped: `body` never runs.

@@ -1,0 +1,59 @@
+import Foundation
+@_spi(ReactiveLoopRuntime) import ReactiveLoop
+
+/// The loop as an executor for Swift concurrency.
+///
+/// An actor runs on the loop thread when it returns the loop's executor:
+///
+/// ```swift
+/// actor Connections {
+///     let loop: EventLoop
+///     nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+/// }
+/// ```
+///
+/// and a task prefers the loop for its nonisolated code with `Task(executorPreference: loop)`.
+///
+/// - Jobs go through `execute(_:)`: from any thread, in order per enqueuing thread, and never
+///   inside the callback that enqueued them.
+/// - On the loop thread, `assumeIsolated` of an actor on this loop succeeds: the loop is the
+///   isolation (`checkIsolated()`), whichever callback is running.
+/// - Shutdown: jobs enqueued before `stop()` run before `run()` returns. A job enqueued after
+///   the loop stopped cannot run on it and is dropped, so a task that awaits something on a
+///   stopped loop never resumes; stop a loop once its actors are done with it. In debug builds
+///   the drop is reported on standard error.
+extension EventLoop: SerialExecutor, TaskExecutor {
+    /// Queues `job` to run on the loop thread.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let accepted = execute {
+            job.runSynchronously(isolatedTo: self.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
+        }
+        if accepted { return }
+        #if DEBUG
+            FileHandle.standardError.write(
+                Data("EventLoop.enqueue(_:): the loop has stopped; a job was dropped\n".utf8))
+        #endif
+    }
+
+    /// This loop as the executor of an actor.
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// This loop as a task's preferred executor.
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    /// Stops the program unless the calling thread is the one driving this loop; used by
+    /// `assumeIsolated` and isolation checks.
+    public func checkIsolated() {
+        _require(inEventLoop, "EventLoop.checkIsolated(): not called on the thread driving this loop")
+    }
+
+    /// Whether the calling thread is the one driving this loop.
+    public func isIsolatingCurrentContext() -> Bool? {
+        inEventLoop
+    }
+}
