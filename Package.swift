@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "reactiveloop-example", targets: ["ReactiveLoopExample"]),
         .executable(name: "loopd", targets: ["loopd"]),
         .executable(name: "loopd-bench", targets: ["loopd-bench"]),
+        .executable(name: "signup-demo", targets: ["SignUpDemo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -24,6 +25,13 @@ let package = Package(
         .target(name: "ReactiveLoopUV", dependencies: ["ReactiveLoop", "CLibUV"]),
         .executableTarget(name: "ReactiveLoopExample", dependencies: ["ReactiveLoop"]),
         .testTarget(name: "ReactiveLoopTests", dependencies: ["ReactiveLoop"]),
+        // The MVVM example: a headless sign-up view model, a demo that drives it, and its tests.
+        .target(name: "SignUpViewModel", dependencies: ["ReactiveLoop"], path: "Examples/SignUp/ViewModel"),
+        .executableTarget(
+            name: "SignUpDemo", dependencies: ["SignUpViewModel", "ReactiveLoop"], path: "Examples/SignUp/Demo"),
+        .testTarget(
+            name: "SignUpViewModelTests", dependencies: ["SignUpViewModel", "ReactiveLoop"],
+            path: "Examples/SignUp/Tests"),
         // A program the runtime tests start as a child process, for what needs a fresh process
         // whose main thread runs an event loop (the test runner's main thread runs Dispatch).
         .executableTarget(
