@@ -157,7 +157,7 @@ struct AsyncBridgeTests {
         let producer = SignalProducer<Int, TestError> { () async throws(TestError) -> Int in
             throw TestError(code: 3)
         }
-        #expect(await producer.first() == .failure(TestError(code: 3)))
+        #expect(await producer.firstResult() == .failure(TestError(code: 3)))
     }
 
     @Test func disposingTheRunCancelsTheOperationsTask() async {
@@ -219,16 +219,16 @@ struct AsyncBridgeTests {
 
     // MARK: async first, last, single, wait
 
-    @Test func asyncFirstLastSingleAndWaitMirrorTheBlockingForms() async {
+    @Test func asyncFormsMirrorTheBlockingOnes() async {
         let three = SignalProducer<Int, TestError>(values: 1, 2, 3)
-        #expect(await three.first().map { try? $0.get() } == 1)
-        #expect(await three.last().map { try? $0.get() } == 3)
-        #expect(await three.single() == nil)
-        #expect(await SignalProducer<Int, TestError>(value: 5).single().map { try? $0.get() } == 5)
-        #expect(await SignalProducer<Int, TestError>.empty.first() == nil)
-        #expect(await three.wait().map { "ok" } == .success("ok"))
+        #expect(await three.firstResult().map { try? $0.get() } == 1)
+        #expect(await three.lastResult().map { try? $0.get() } == 3)
+        #expect(await three.singleResult() == nil)
+        #expect(await SignalProducer<Int, TestError>(value: 5).singleResult().map { try? $0.get() } == 5)
+        #expect(await SignalProducer<Int, TestError>.empty.firstResult() == nil)
+        #expect(await three.completion().map { "ok" } == .success("ok"))
         let failing = SignalProducer<Int, TestError>(error: TestError(code: 1))
-        #expect(await failing.wait().map { "ok" } == .failure(TestError(code: 1)))
+        #expect(await failing.completion().map { "ok" } == .failure(TestError(code: 1)))
         #expect(await failing.allValues() == .failure(TestError(code: 1)))
         #expect(await three.allValues() == .success([1, 2, 3]))
     }
@@ -242,18 +242,21 @@ struct AsyncBridgeTests {
             lifetime.observeEnded { ended.value = true }
             started.value = true
         }
-        let waiter = Task { await producer.first() }
+        let waiter = Task { await producer.firstResult() }
         #expect(await eventually { started.value })
         input.send(value: 8)
         #expect(await waiter.value == .success(8))
         #expect(ended.value)
     }
 
-    /// In an async function, the synchronous initializers keep their meaning: a closure
-    /// without `await` is the synchronous `init(_:)`, which sends at once.
-    @Test func aSynchronousClosureInAnAsyncContextStillMakesTheSynchronousProducer() async {
+    /// In an async function, ported synchronous code keeps its meaning: a closure without
+    /// `await` is the synchronous `init(_:)`, which sends at once, and `first()` is still the
+    /// blocking form (this would not compile if it were async).
+    @Test func synchronousFormsKeepTheirMeaningInAnAsyncFunction() async {
         let recorder = Recorder<Int, Never>()
         SignalProducer<Int, Never> { 5 }.start(recorder.observer)
         #expect(recorder.events == [.value(5), .completed])
+        let blocking: Result<Int, Never>? = SignalProducer<Int, Never>(value: 6).first()
+        #expect(blocking == .success(6))
     }
 }

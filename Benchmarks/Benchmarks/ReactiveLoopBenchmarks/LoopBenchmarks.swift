@@ -7,6 +7,9 @@
 //   floor); NIO with `scheduleTask` and `scheduleCallback`; Dispatch with `asyncAfter` on a
 //   serial queue.
 // - Cross-thread execute: 1M closures queued from the benchmark thread, until the last has run.
+// - Actor hops: 1k awaited calls per sample from a task on the global executor into an actor that runs on
+//   the loop (its `unownedExecutor`), on a NIO event loop, and on the default executor (a plain
+//   actor); each call hops there and back.
 // - Lateness: 1,000 sequential 1 ms timers (each scheduled from the previous one's callback);
 //   custom metrics give the mean and p99 of (time run - deadline) per run, in nanoseconds.
 
@@ -258,6 +261,31 @@ func loopBenchmarks() {
         recorder.report(to: benchmark)
     }
 
+    // MARK: Actor hops
+
+    let hops = Benchmark.Configuration(
+        metrics: [.wallClock, .mallocCountTotal], scalingFactor: .kilo, maxDuration: .seconds(10),
+        maxIterations: shortMode ? 3 : 100, thresholds: [:])
+    let onLoop = HopCounter(executor: loop.asUnownedSerialExecutor())
+    let onNIO = HopCounter(executor: nioLoop.executor.asUnownedSerialExecutor())
+    let plain = PlainHopCounter()
+
+    Benchmark("Actor hop, per awaited call (on the EventLoop)", configuration: hops) { benchmark async in
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { await onLoop.touch() }
+        benchmark.stopMeasurement()
+    }
+    Benchmark("Actor hop, per awaited call (on a NIO event loop)", configuration: hops) { benchmark async in
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { await onNIO.touch() }
+        benchmark.stopMeasurement()
+    }
+    Benchmark("Actor hop, per awaited call (default actor)", configuration: hops) { benchmark async in
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { await plain.touch() }
+        benchmark.stopMeasurement()
+    }
+
     // MARK: Dispatch
 
     let queue = DispatchQueue(label: "benchmark timers")
@@ -334,4 +362,23 @@ func rawArm(_ timer: UnsafeMutablePointer<uv_timer_t>) {
         { timer in
             if rawLateness.recorder!.record(deadline: rawLateness.deadline) { rawArm(timer!) }
         }, 1, 0)
+}
+
+/// An actor that runs on the executor it is given (an event loop).
+actor HopCounter {
+    private let executor: UnownedSerialExecutor
+    private var count = 0
+
+    init(executor: UnownedSerialExecutor) { self.executor = executor }
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor }
+
+    func touch() { count &+= 1 }
+}
+
+/// The same actor on the default executor.
+actor PlainHopCounter {
+    private var count = 0
+
+    func touch() { count &+= 1 }
 }

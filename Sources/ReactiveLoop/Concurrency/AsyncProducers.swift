@@ -1,4 +1,8 @@
 // Producers made from async code, and async forms of first(), last(), single() and wait().
+//
+// The async forms have their own names (`firstResult()` …): Swift prefers an async overload in
+// an async function, so an async `first()` would stop ported code that calls the blocking
+// `first()` there from compiling.
 
 extension SignalProducer {
     /// A producer that runs `operation` in a new task when started, then sends its result and
@@ -51,8 +55,8 @@ extension SignalProducer {
     /// once it has one. The async form of the blocking `first()`.
     ///
     /// - Returns: The first value, the failure, or `nil` if the run ended without either.
-    public func first() async -> Result<Value, Error>? {
-        await take(first: 1).single()
+    public func firstResult() async -> Result<Value, Error>? {
+        await take(first: 1).singleResult()
     }
 
     /// Starts the producer and suspends until it terminates. The async form of the blocking
@@ -60,7 +64,7 @@ extension SignalProducer {
     ///
     /// - Returns: The only value, or the failure; `nil` if the run sent no value or more than
     ///   one, or was interrupted.
-    public func single() async -> Result<Value, Error>? {
+    public func singleResult() async -> Result<Value, Error>? {
         var first: Value?
         var count = 0
         for await event in take(first: 2).materialize().values {
@@ -83,8 +87,8 @@ extension SignalProducer {
     /// `last()`.
     ///
     /// - Returns: The last value, or the failure; `nil` if it sent no value.
-    public func last() async -> Result<Value, Error>? {
-        await take(last: 1).single()
+    public func lastResult() async -> Result<Value, Error>? {
+        await take(last: 1).singleResult()
     }
 
     /// Starts the producer and suspends until it terminates, keeping every value.
@@ -107,7 +111,7 @@ extension SignalProducer {
     /// `wait()`.
     ///
     /// - Returns: `.success` on completion (or interruption), `.failure` on failure.
-    public func wait() async -> Result<(), Error> {
+    public func completion() async -> Result<(), Error> {
         for await event in materialize().values {
             if case let .failed(error) = event { return .failure(error) }
         }
