@@ -114,6 +114,14 @@ struct AsyncBridgeTests {
         #expect(await iterator.next() == nil)
     }
 
+    @Test func theValuesOfATerminatedSignalAreEmpty() async {
+        let (signal, input) = Signal<Int, TestError>.pipe()
+        input.send(error: TestError(code: 1))
+        var iterator = signal.values.makeAsyncIterator()
+        let first = try? await iterator.next()
+        #expect(first == .some(nil))
+    }
+
     @Test func propertyValuesStartWithTheCurrentValue() async {
         let property = MutableProperty(1)
         var iterator = property.values.makeAsyncIterator()

@@ -40,7 +40,9 @@ public enum AsyncBufferingPolicy: Sendable, Equatable {
 ///
 /// Each iterator is a separate run of the producer (or observation of the signal).
 public struct AsyncValues<Value, Error: Swift.Error>: AsyncSequence {
+    /// The stream's values.
     public typealias Element = Value
+    /// The stream's failure, thrown by `next()`.
     public typealias Failure = Error
 
     @usableFromInline let begin: (_AsyncValuesState<Value, Error>) -> (any Disposable)?

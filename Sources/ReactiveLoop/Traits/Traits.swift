@@ -24,6 +24,7 @@ public struct TraitViolation: Swift.Error, Equatable, Sendable, CustomStringConv
     /// What the producer did.
     public let reason: Reason
 
+    /// The message the debug-build trap prints: the trait and what the producer did.
     public var description: String {
         switch reason {
         case .noValue: return "\(trait): the producer completed without a value"
