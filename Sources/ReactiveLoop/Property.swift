@@ -119,6 +119,7 @@ public final class Property<Value>: PropertyProtocol {
     /// resources are the run: when no handle is left and the core has no observer, the core
     /// ends and disposes the run, which releases the storage. A change from the source is one
     /// plain store and delivery, with no weak reference to load.
+    ///
     /// Inlinable, so that the run and the storage specialize for the value's type in the
     /// caller: a change then costs no generic metadata look-up.
     @inlinable

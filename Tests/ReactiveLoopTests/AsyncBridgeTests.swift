@@ -42,12 +42,19 @@ struct AsyncBridgeTests {
 
     @Test func leavingTheLoopEarlyDisposesTheRun() async {
         let ended = Box(false)
+        let started = Box(false)
         let (signal, input) = Signal<Int, Never>.pipe()
         let producer = SignalProducer<Int, Never> { observer, lifetime in
             lifetime += signal.observe(observer)
             lifetime.observeEnded { ended.value = true }
+            started.value = true
         }
-        let feeder = Thread { for value in 0..<1_000 where !ended.value { input.send(value: value) } }
+        // Sends once the loop's run has started (10 s at most), until the run ends.
+        let feeder = Thread {
+            for _ in 0..<10_000 where !started.value { usleep(1_000) }
+            for value in 0..<1_000_000 where !ended.value { input.send(value: value) }
+            input.sendCompleted()
+        }
         feeder.start()
         var count = 0
         for await _ in producer.values {

@@ -109,12 +109,16 @@ struct ExecutorTests {
         let tasks = (0..<50).map { _ in Task { await counter.increment() } }
         // Wait (10 s at most) until every task has enqueued its job; no thread drives the loop.
         for _ in 0..<10_000 where loop.queuedCount < 50 { try await Task.sleep(nanoseconds: 1_000_000) }
-        #expect(loop.queuedCount == 50)
-        loop.stop()
+        let allQueued = loop.queuedCount == 50
+        #expect(allQueued)
+        // Stopped first, so that only the queued jobs can keep the loop going; if some job was
+        // not queued in time, stop after the tasks instead, so that the test fails, not hangs.
+        if allQueued { loop.stop() }
         let driver = Thread { loop.run() }
         driver.start()
         var results: [Int] = []
         for task in tasks { results.append(await task.value) }
+        if !allQueued { loop.stop() }
         loop.waitUntilStopped()
         #expect(results.sorted() == Array(1...50))
         #expect(loop.closeStatus == 0)

@@ -123,11 +123,12 @@ final class _AsyncValuesState<Value, Error: Swift.Error>: @unchecked Sendable {
         self.keepsNewest = keepsNewest
     }
 
-    /// Keeps the run's disposable, or disposes it at once if the iterator is already gone.
+    /// Keeps the run's disposable while the run goes on; disposes it at once if the iterator
+    /// is already gone. (A run that ended during its start has nothing left to dispose.)
     func attach(_ disposable: (any Disposable)?) {
         let disposeNow: Bool = lock.withLock {
             if cancelled { return true }
-            run = disposable
+            if end == nil { run = disposable }
             return false
         }
         if disposeNow { disposable?.dispose() }
@@ -167,15 +168,18 @@ final class _AsyncValuesState<Value, Error: Swift.Error>: @unchecked Sendable {
         }
     }
 
-    /// Records the end and wakes a waiting `next()`. Called with the lock held; releases it.
+    /// Records the end and wakes a waiting `next()`. Called with the lock held; releases it,
+    /// then releases the run's disposable (whose release may run code of its own).
     private func finish(_ outcome: End) {
         end = outcome
+        let finishedRun = run
         run = nil
-        guard let continuation = waiting else { return lock.unlock() }
+        let continuation = waiting
         waiting = nil
-        let result = takeEnd()
+        let result = continuation == nil ? nil : takeEnd()
         lock.unlock()
-        continuation.resume(returning: result)
+        if let continuation, let result { continuation.resume(returning: result) }
+        withExtendedLifetime(finishedRun) {}
     }
 
     /// What `next()` returns at the end: the failure once, then `nil`. Called with the lock held.
@@ -220,8 +224,13 @@ final class _AsyncValuesState<Value, Error: Swift.Error>: @unchecked Sendable {
                     lock.unlock()
                     return continuation.resume(returning: result)
                 }
-                waiting = continuation
+                let concurrent = waiting != nil
+                if !concurrent { waiting = continuation }
                 lock.unlock()
+                _require(
+                    !concurrent,
+                    "AsyncValues.Iterator.next(): called while another call on the same iterator is waiting; an iterator has one consumer"
+                )
             }
         } onCancel: {
             cancel()
