@@ -40,11 +40,11 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     private let queueLock = _Lock()
     // Protected by queueLock. Work queued by `execute`, oldest first.
-    private var pending: [() -> Void] = []
+    private var pending: [_QueuedWork] = []
     // Protected by queueLock. False once `stop()` was called.
     private var accepting = true
     // Confined to the loop thread. The other buffer of the queue's double buffering.
-    private var draining: [() -> Void] = []
+    private var draining: [_QueuedWork] = []
     // Confined to the loop thread. Run at shutdown, before the handles are closed.
     private var shutdownActions: [ObjectIdentifier: () -> Void] = [:]
     // Confined to the loop thread.
@@ -189,7 +189,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     public func execute(_ task: @escaping () -> Void) -> Bool {
         let (accepted, wasEmpty): (Bool, Bool) = queueLock.withLock {
             guard accepting else { return (false, false) }
-            pending.append(task)
+            pending.append(_QueuedWork(run: task))
             return (true, pending.count == 1)
         }
         if wasEmpty { uv_async_send(wakeup) }
@@ -249,7 +249,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
                 }
                 return
             }
-            for task in draining { task() }
+            for work in draining { work.run() }
             draining.removeAll(keepingCapacity: true)
             // Work queued by these tasks (or by other threads meanwhile) runs in the next round
             // only after a fresh wake-up, unless the loop is stopping: then drain to the end.
@@ -277,7 +277,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         while true {
             queueLock.withLock { swap(&pending, &draining) }
             if draining.isEmpty { break }
-            for task in draining { task() }
+            for work in draining { work.run() }
             draining.removeAll()
         }
         let actions = shutdownActions
@@ -383,4 +383,11 @@ final class _ResultBox<T>: @unchecked Sendable {
 /// The calling thread's id.
 func currentThreadID() -> UInt {
     UInt(pthread_self())
+}
+
+/// A closure queued by `EventLoop.execute(_:)`. Wrapped in a struct so that the array holds the
+/// closure as it is: an array of bare closures stores them in their most general form, which
+/// costs a reabstraction thunk (an allocation) per queued closure.
+struct _QueuedWork {
+    let run: () -> Void
 }
