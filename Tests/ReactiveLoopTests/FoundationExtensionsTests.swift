@@ -42,7 +42,12 @@ struct FoundationExtensionsTests {
         server.standardOutput = output
         server.standardError = FileHandle.nullDevice
         try server.run()
-        defer { server.terminate() }
+        defer {
+            // SIGKILL, not `terminate()`: the child inherits the spawning thread's signal mask,
+            // and a Dispatch worker thread blocks SIGTERM, so the server would outlive the test.
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
         // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
         let banner = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
         let port = try #require(

@@ -303,7 +303,8 @@ func runTestHost(_ arguments: [String], seconds: Double = 60) throws -> (status:
         exited.signal()
     }
     guard exited.wait(timeout: .now() + seconds) == .success else {
-        process.terminate()
+        // SIGKILL: a child spawned from a Dispatch worker thread inherits its blocked SIGTERM.
+        kill(process.processIdentifier, SIGKILL)
         return nil
     }
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
