@@ -232,6 +232,33 @@ struct AsyncBridgeTests {
         #expect(await eventually { terminated.value })
     }
 
+    @Test func aSequenceThatIgnoresCancellationIsAskedForNothingAfterDisposal() async {
+        final class Counter: @unchecked Sendable {
+            let calls = Box(0)
+        }
+        struct Endless: AsyncSequence, Sendable {
+            let counter: Counter
+            struct Iterator: AsyncIteratorProtocol {
+                let counter: Counter
+                mutating func next() async -> Int? {
+                    await Task.yield()  // Ignores cancellation: never returns nil.
+                    return counter.calls.modify { calls in
+                        calls += 1
+                        return calls
+                    }
+                }
+            }
+            func makeAsyncIterator() -> Iterator { Iterator(counter: counter) }
+        }
+        let counter = Counter()
+        let disposable = SignalProducer(Endless(counter: counter)).start()
+        #expect(await eventually { counter.calls.value > 10 })
+        disposable.dispose()
+        let atDisposal = counter.calls.value
+        try? await Task.sleep(nanoseconds: 50_000_000)
+        #expect(counter.calls.value <= atDisposal + 1)
+    }
+
     // MARK: async first, last, single, wait
 
     @Test func asyncFormsMirrorTheBlockingOnes() async {

@@ -32,14 +32,14 @@ extension SignalProducer {
     /// A producer that iterates `sequence` in a new task when started: each element is a value,
     /// the end of the sequence completes the run, and what it throws fails it.
     ///
-    /// Disposing the run cancels the task, so the iteration stops at its next suspension point
-    /// (or at once, for a sequence that handles cancellation, such as `AsyncStream`).
+    /// Disposing the run cancels the task: the iteration asks for no element after that, and a
+    /// sequence that handles cancellation (such as `AsyncStream`) ends its pending wait at once.
     public init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Value, S.Failure == Error {
         self.init { observer, lifetime in
             let task = Task {
                 do throws(Error) {
                     var iterator = sequence.makeAsyncIterator()
-                    while let value = try await iterator.next(isolation: nil) {
+                    while !Task.isCancelled, let value = try await iterator.next(isolation: nil) {
                         observer.send(value: value)
                     }
                     observer.sendCompleted()
