@@ -16,6 +16,21 @@ struct AsyncBridgeTests {
         return condition()
     }
 
+    /// A producer whose runs observe a pipe, with flags for a run having started and ended.
+    func observedPipe() -> (
+        producer: SignalProducer<Int, Never>, input: Signal<Int, Never>.Observer, started: Box<Bool>, ended: Box<Bool>
+    ) {
+        let ended = Box(false)
+        let started = Box(false)
+        let (signal, input) = Signal<Int, Never>.pipe()
+        let producer = SignalProducer<Int, Never> { observer, lifetime in
+            lifetime += signal.observe(observer)
+            lifetime.observeEnded { ended.value = true }
+            started.value = true
+        }
+        return (producer, input, started, ended)
+    }
+
     // MARK: values
 
     @Test func valuesOfAProducerArriveInOrderAndEndWithCompletion() async {
@@ -41,14 +56,7 @@ struct AsyncBridgeTests {
     }
 
     @Test func leavingTheLoopEarlyDisposesTheRun() async {
-        let ended = Box(false)
-        let started = Box(false)
-        let (signal, input) = Signal<Int, Never>.pipe()
-        let producer = SignalProducer<Int, Never> { observer, lifetime in
-            lifetime += signal.observe(observer)
-            lifetime.observeEnded { ended.value = true }
-            started.value = true
-        }
+        let (producer, input, started, ended) = observedPipe()
         // Sends once the loop's run has started (10 s at most), until the run ends.
         let feeder = Thread {
             for _ in 0..<10_000 where !started.value { usleep(1_000) }
@@ -276,14 +284,7 @@ struct AsyncBridgeTests {
     }
 
     @Test func asyncFirstDisposesTheRunAfterTheFirstValue() async {
-        let ended = Box(false)
-        let started = Box(false)
-        let (signal, input) = Signal<Int, Never>.pipe()
-        let producer = SignalProducer<Int, Never> { observer, lifetime in
-            lifetime += signal.observe(observer)
-            lifetime.observeEnded { ended.value = true }
-            started.value = true
-        }
+        let (producer, input, started, ended) = observedPipe()
         let waiter = Task { await producer.firstResult() }
         #expect(await eventually { started.value })
         input.send(value: 8)
