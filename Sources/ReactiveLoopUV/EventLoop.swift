@@ -187,9 +187,14 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     /// - Returns: `false` if the loop was stopped: `task` is dropped, never run.
     @discardableResult
     public func execute(_ task: @escaping () -> Void) -> Bool {
+        queue(.closure(task))
+    }
+
+    /// Queues `work` for the loop thread (see `execute(_:)`); `false` if the loop was stopped.
+    func queue(_ work: _QueuedWork) -> Bool {
         let (accepted, wasEmpty): (Bool, Bool) = queueLock.withLock {
             guard accepting else { return (false, false) }
-            pending.append(_QueuedWork(run: task))
+            pending.append(work)
             return (true, pending.count == 1)
         }
         if wasEmpty { uv_async_send(wakeup) }
@@ -235,6 +240,16 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         return try outcome.result!.get()
     }
 
+    /// Runs one queued closure or job. Loop thread only.
+    private func run(_ work: _QueuedWork) {
+        switch work {
+        case let .closure(task):
+            task()
+        case let .job(job):
+            job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+        }
+    }
+
     /// Drains the queue: runs every task queued so far, in order. Loop thread only.
     private func drain() {
         while true {
@@ -249,7 +264,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
                 }
                 return
             }
-            for work in draining { work.run() }
+            for work in draining { run(work) }
             draining.removeAll(keepingCapacity: true)
             // Work queued by these tasks (or by other threads meanwhile) runs in the next round
             // only after a fresh wake-up, unless the loop is stopping: then drain to the end.
@@ -277,7 +292,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         while true {
             queueLock.withLock { swap(&pending, &draining) }
             if draining.isEmpty { break }
-            for work in draining { work.run() }
+            for work in draining { run(work) }
             draining.removeAll()
         }
         let actions = shutdownActions
@@ -385,9 +400,12 @@ func currentThreadID() -> UInt {
     UInt(pthread_self())
 }
 
-/// A closure queued by `EventLoop.execute(_:)`. Wrapped in a struct so that the array holds the
-/// closure as it is: an array of bare closures stores them in their most general form, which
-/// costs a reabstraction thunk (an allocation) per queued closure.
-struct _QueuedWork {
-    let run: () -> Void
+/// What the loop's cross-thread queue holds: a closure from `execute(_:)`, or a job enqueued
+/// on the loop as an executor, kept as it is (no closure, so no allocation per job).
+///
+/// An enum rather than bare closures: an array of bare closures stores them in their most
+/// general form, which costs a reabstraction thunk (an allocation) per queued closure.
+enum _QueuedWork {
+    case closure(() -> Void)
+    case job(UnownedJob)
 }

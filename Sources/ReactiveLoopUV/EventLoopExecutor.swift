@@ -14,8 +14,8 @@ import Foundation
 ///
 /// and a task prefers the loop for its nonisolated code with `Task(executorPreference: loop)`.
 ///
-/// - Jobs go through `execute(_:)`: from any thread, in order per enqueuing thread, and never
-///   inside the callback that enqueued them.
+/// - Jobs go through the queue behind `execute(_:)`, as they are (no closure per job): from any
+///   thread, in order per enqueuing thread, and never inside the callback that enqueued them.
 /// - On the loop thread, `assumeIsolated` of an actor on this loop succeeds: the loop is the
 ///   isolation (`checkIsolated()`), whichever callback is running.
 /// - Shutdown: jobs enqueued before `stop()` run before `run()` returns. A job enqueued after
@@ -25,11 +25,7 @@ import Foundation
 extension EventLoop: SerialExecutor, TaskExecutor {
     /// Queues `job` to run on the loop thread.
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let accepted = execute {
-            job.runSynchronously(isolatedTo: self.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
-        }
-        if accepted { return }
+        if queue(.job(UnownedJob(job))) { return }
         #if DEBUG
             FileHandle.standardError.write(
                 Data("EventLoop.enqueue(_:): the loop has stopped; a job was dropped\n".utf8))
