@@ -38,23 +38,25 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
     /// The cross-thread wake-up. `uv_async_send` is the one call made from other threads.
     private let wakeup: UnsafeMutablePointer<uv_async_t>
-    private let queueLock = _Lock()
-    // Protected by queueLock. Work queued by `execute`, oldest first.
+    /// Guards `state` and `pending`; its condition wakes threads waiting for a borrower to hand
+    /// the loop back.
+    private let stateLock = _Lock(withCondition: true)
+    // Protected by stateLock. Where the loop is in its life, and which thread holds it.
+    private var state = _LoopLifecycle.open(holder: nil)
+    // Protected by stateLock. Work queued by `execute`, oldest first.
     private var pending: [_QueuedWork] = []
-    // Protected by queueLock. False once `stop()` was called.
-    private var accepting = true
+    /// The thread that holds the loop (drives it, or borrows it for one call), or 0: a copy of
+    /// `state`'s holder, written under `stateLock`, read without it by `inEventLoop`.
+    private let holderThread = Atomic<UInt>(0)
     // Confined to the loop thread. The other buffer of the queue's double buffering.
     private var draining: [_QueuedWork] = []
-    // Confined to the loop thread. Run at shutdown, before the handles are closed.
-    private var shutdownActions: [ObjectIdentifier: () -> Void] = [:]
-    // Confined to the loop thread.
-    private var isShutDown = false
-    /// The thread driving the loop right now (its pthread id), or 0.
-    private let driver = Atomic<UInt>(0)
+    // Confined to the loop thread. The objects owning the loop's handles, by handle (see
+    // "Lifetime of handles").
+    private var owners: [UnsafeMutableRawPointer: _HandleEntry] = [:]
+    // Confined to the loop thread. Whether a thread has driven the loop (from then on it holds
+    // its handles' owners strongly).
+    private(set) var hasRun = false
     private let finished = DispatchSemaphore(value: 0)
-    private let stopped = Atomic<Bool>(false)
-    // Written once by the loop thread at shutdown; read after `finished` or on the loop thread.
-    private var closeResult: Int32 = 1
     // Confined to the loop thread. Polls the Dispatch main queue's wake-up descriptor while the
     // process's main thread drives the loop (see "The Dispatch main queue").
     private var mainQueuePoll: UnsafeMutablePointer<uv_poll_t>?
@@ -80,8 +82,12 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     }
 
     deinit {
-        if !isShutDown {
-            // Never run, or never stopped: nothing can run on it any more; close what it holds.
+        if case .closed = state {
+        } else {
+            // Never run, or never stopped: nothing else can hold it now. This thread is the loop
+            // thread for the shutdown.
+            state = state.holding(_LoopHolder(thread: currentThreadID(), isBorrowed: false))
+            holderThread.store(currentThreadID(), ordering: .releasing)
             shutDown()
         }
         uvLoop.deallocate()
@@ -96,16 +102,21 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     // MARK: Running
 
     /// Runs the loop on the calling thread until `stop()`, then shuts it down (see "Shutdown").
+    /// If another thread is borrowing the loop for a call (creating a socket, say), waits for
+    /// that call first. Returns at once on a loop that has shut down.
     ///
-    /// - Precondition: The loop is not running on another thread and was not stopped.
+    /// - Precondition: No other thread is driving the loop, and the call is not made from
+    ///   inside one of this loop's callbacks (libuv's loop is not reentrant).
     public func run() {
         drive(UV_RUN_DEFAULT, "EventLoop.run()")
     }
 
     /// Runs the loop once on the calling thread: waits for at least one event (or the next
     /// timer), handles what is ready, and returns. For driving the loop from another poller.
+    /// Preconditions as for `run()`.
     ///
-    /// - Returns: Whether the loop still has work (active handles or requests).
+    /// - Returns: Whether the loop still has work (active handles or requests); `false` once
+    ///   it has shut down.
     @discardableResult
     public func runOnce() -> Bool {
         drive(UV_RUN_ONCE, "EventLoop.runOnce()")
@@ -119,38 +130,97 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
 
     @discardableResult
     private func drive(_ mode: uv_run_mode, _ api: String) -> Bool {
-        let me = currentThreadID()
-        let (exchanged, other) = driver.compareExchange(expected: 0, desired: me, ordering: .acquiringAndReleasing)
-        _require(exchanged || other == me, "\(api): the loop is already running on another thread")
-        defer { if exchanged { driver.store(0, ordering: .releasing) } }
-        guard !isShutDown else { return false }
+        switch hold(.driving, api) {
+        case .closed: return false
+        case .queueInstead: preconditionFailure("Internal inconsistency: a driver told to queue")
+        case .held: break
+        }
+        defer { letGo() }
         let previous = EventLoop.current
         EventLoop.setCurrent(self)
         defer { EventLoop.setCurrent(previous) }
+        if !hasRun {
+            hasRun = true
+            // From now on the loop keeps its handles open whether or not anyone else refers to
+            // their owners (see "Lifetime of handles").
+            for key in owners.keys { owners[key]!.pin() }
+        }
         if !mainQueuePollActive && clibuv_is_main_thread() != 0 { startDrainingMainQueue() }
         let alive = uv_run(uvLoop, mode) != 0
-        if stopWasProcessed {
+        if isStopping {
             shutDown()
             return false
         }
         return alive
     }
 
-    // Confined to the loop thread. Set when the drain saw `accepting == false` and an empty queue.
-    private var stopWasProcessed = false
+    /// What `hold` was asked for.
+    private enum HoldPurpose { case driving, borrowing }
+    /// What `hold` did.
+    private enum HoldOutcome { case held, queueInstead, closed }
 
-    /// Stops the loop (see "Shutdown"). May be called from any thread, any number of times;
-    /// returns at once. Use `waitUntilStopped()` to wait for the shutdown.
-    public func stop() {
-        let wasAccepting: Bool = queueLock.withLock {
-            defer { accepting = false }
-            return accepting
+    /// Makes the calling thread the loop's holder. Waits while another thread borrows the loop;
+    /// a borrower finding the loop driven by another thread is told to queue its work instead.
+    private func hold(_ purpose: HoldPurpose, _ api: String) -> HoldOutcome {
+        let me = currentThreadID()
+        stateLock.lock()
+        defer { stateLock.unlock() }
+        while true {
+            guard let current = state.holder else {
+                if case .closed = state { return .closed }
+                state = state.holding(_LoopHolder(thread: me, isBorrowed: purpose == .borrowing))
+                holderThread.store(me, ordering: .releasing)
+                return .held
+            }
+            _require(
+                current.thread != me,
+                "\(api): called on the thread driving this loop, from inside one of its callbacks (libuv's loop is not reentrant)"
+            )
+            if current.isBorrowed {
+                stateLock.wait()  // A borrower holds the loop for one call; `letGo` wakes us.
+            } else if purpose == .borrowing {
+                return .queueInstead
+            } else {
+                _require(false, "\(api): the loop is already running on another thread")
+            }
         }
-        if wasAccepting { uv_async_send(wakeup) }
+    }
+
+    /// Ends the calling thread's hold of the loop and wakes the threads waiting for it.
+    private func letGo() {
+        stateLock.withLock {
+            state = state.holding(nil)
+            holderThread.store(0, ordering: .releasing)
+            stateLock.broadcast()
+        }
+    }
+
+    /// Stops the loop (see "Shutdown"). May be called from any thread, from inside any callback,
+    /// any number of times; returns at once. Use `waitUntilStopped()` to wait for the shutdown.
+    public func stop() {
+        let wasOpen: Bool = stateLock.withLock {
+            guard case let .open(holder) = state else { return false }
+            state = .stopping(holder: holder)
+            return true
+        }
+        if wasOpen { uv_async_send(wakeup) }
+    }
+
+    /// Whether `stop()` was called and the loop has not shut down yet. Loop thread.
+    private var isStopping: Bool {
+        stateLock.withLock {
+            if case .stopping = state { return true }
+            return false
+        }
     }
 
     /// Whether the loop has shut down (`stop()` was processed and every handle closed).
-    public var isStopped: Bool { stopped.load(ordering: .acquiring) }
+    public var isStopped: Bool {
+        stateLock.withLock {
+            if case .closed = state { return true }
+            return false
+        }
+    }
 
     /// Blocks until the loop has shut down.
     ///
@@ -162,22 +232,39 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     }
 
     /// libuv's result of closing the loop (`uv_loop_close`): 0 when every handle was closed.
-    /// Meaningful once the loop has stopped.
+    /// Waits for the loop to shut down.
     public var closeStatus: Int32 {
         finished.wait()
         finished.signal()
-        return closeResult
+        return stateLock.withLock {
+            guard case let .closed(status) = state else { preconditionFailure("Internal inconsistency: \(state)") }
+            return status
+        }
     }
 
     // MARK: Cross-thread work
 
-    /// Whether the calling thread is the one driving this loop.
+    /// Whether the calling thread holds this loop: it drives it, or borrows it for a call.
     ///
     /// Never a false negative on the loop thread: the thread records itself before any
     /// callback runs. Never a false positive elsewhere. Between two `runOnce()` calls no thread
     /// drives the loop, and this is `false` everywhere.
     public var inEventLoop: Bool {
-        driver.load(ordering: .relaxed) == currentThreadID()
+        holderThread.load(ordering: .relaxed) == currentThreadID()
+    }
+
+    /// Stops the program in debug builds unless the calling thread holds this loop. The
+    /// runtime calls it at every entry that only the loop thread may use, so that a call from
+    /// the wrong thread is caught where it happens rather than as corrupted state later.
+    /// Costs nothing in release builds.
+    @inlinable
+    public func assertInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(inEventLoop, "called off the thread that holds this EventLoop", file: file, line: line)
+    }
+
+    /// Stops the program unless the calling thread holds this loop, in every build.
+    public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        _require(inEventLoop, "called off the thread that holds this EventLoop (\(file):\(line))")
     }
 
     /// Runs `task` on the loop thread, after the work queued before it (by this thread; work
@@ -192,8 +279,8 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
 
     /// Queues `work` for the loop thread (see `execute(_:)`); `false` if the loop was stopped.
     func queue(_ work: _QueuedWork) -> Bool {
-        let (accepted, wasEmpty): (Bool, Bool) = queueLock.withLock {
-            guard accepting else { return (false, false) }
+        let (accepted, wasEmpty): (Bool, Bool) = stateLock.withLock {
+            guard case .open = state else { return (false, false) }
             pending.append(work)
             return (true, pending.count == 1)
         }
@@ -202,9 +289,10 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     }
 
     /// How many closures are queued and not yet taken by the loop thread (for tests).
-    var queuedCount: Int { queueLock.withLock { pending.count } }
+    var queuedCount: Int { stateLock.withLock { pending.count } }
 
-    /// Runs `body` on the loop thread: at once if called there, otherwise queued (`execute`).
+    /// Runs `body` on the loop thread: at once if the calling thread holds the loop or can
+    /// borrow it (no thread drives it), otherwise queued (`execute`).
     ///
     /// - Returns: `false` if the loop was stopped: `body` never runs.
     func onLoopThread(_ body: @escaping () -> Void) -> Bool {
@@ -212,32 +300,43 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
             body()
             return true
         }
-        return execute(body)
+        switch hold(.borrowing, "EventLoop") {
+        case .held:
+            defer { letGo() }
+            guard !isStopping else { return false }
+            body()
+            return true
+        case .queueInstead: return execute(body)
+        case .closed: return false
+        }
     }
 
-    /// Runs `body` on the loop thread and returns its result. Inline on the loop thread, and
-    /// inline while no thread drives the loop (the calling thread holds the loop for the call,
-    /// as a daemon does when it opens its sockets before `run()`); otherwise queued, and the
-    /// calling thread waits for the loop thread.
+    /// Runs `body` on the loop thread and returns its result: inline on the loop thread, inline
+    /// while no thread drives the loop (the calling thread borrows it for the call, as a daemon
+    /// does when it opens its sockets before `run()`; a thread that starts driving meanwhile
+    /// waits for the call); otherwise queued, and the calling thread waits for the loop thread.
     ///
     /// - Throws: `UVError.loopStopped` if the loop was stopped, or what `body` throws.
     func performSync<T>(_ body: @escaping () throws(UVError) -> T) throws(UVError) -> T {
         if inEventLoop { return try body() }
-        let me = currentThreadID()
-        if driver.compareExchange(expected: 0, desired: me, ordering: .acquiringAndReleasing).exchanged {
-            defer { driver.store(0, ordering: .releasing) }
-            guard !isShutDown, queueLock.withLock({ accepting }) else { throw .loopStopped }
+        switch hold(.borrowing, "EventLoop") {
+        case .held:
+            defer { letGo() }
+            guard !isStopping else { throw .loopStopped }
             return try body()
+        case .closed:
+            throw .loopStopped
+        case .queueInstead:
+            let outcome = _ResultBox<T>()
+            let done = DispatchSemaphore(value: 0)
+            let accepted = execute {
+                outcome.result = Result { () throws(UVError) -> T in try body() }
+                done.signal()
+            }
+            guard accepted else { throw .loopStopped }
+            done.wait()
+            return try outcome.result!.get()
         }
-        let outcome = _ResultBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        let accepted = execute {
-            outcome.result = Result { () throws(UVError) -> T in try body() }
-            done.signal()
-        }
-        guard accepted else { throw .loopStopped }
-        done.wait()
-        return try outcome.result!.get()
     }
 
     /// Runs one queued closure or job. Loop thread only.
@@ -253,15 +352,13 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     /// Drains the queue: runs every task queued so far, in order. Loop thread only.
     private func drain() {
         while true {
-            let stopping: Bool = queueLock.withLock {
+            let stopping: Bool = stateLock.withLock {
                 swap(&pending, &draining)
-                return !accepting
+                if case .open = state { return false }
+                return true
             }
             if draining.isEmpty {
-                if stopping {
-                    stopWasProcessed = true
-                    uv_stop(uvLoop)
-                }
+                if stopping { uv_stop(uvLoop) }
                 return
             }
             for work in draining { run(work) }
@@ -272,40 +369,63 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         }
     }
 
-    // MARK: Shutdown
+    // MARK: Lifetime of handles
 
-    /// Registers `action` to run on the loop thread when the loop shuts down, before handles
-    /// are closed, under `key` (one action per key). Loop thread only.
-    func onShutdown(_ key: ObjectIdentifier, _ action: @escaping () -> Void) {
-        shutdownActions[key] = action
+    /// Registers `owner` as the owner of `handle`: the loop closes it when it shuts down, and
+    /// from its first run holds `owner` strongly until the handle is closed. Before that, the
+    /// loop holds it weakly, so a loop released without ever running is freed with its sockets.
+    /// Loop thread.
+    func register(_ owner: some _LoopOwnedHandle, of handle: UnsafeMutableRawPointer) {
+        assertInEventLoop()
+        var entry = _HandleEntry(owner: owner)
+        if hasRun { entry.pin() }
+        owners[handle] = entry
     }
 
-    /// Removes the shutdown action registered under `key` and returns it. Loop thread only.
-    func removeShutdownAction(_ key: ObjectIdentifier) -> (() -> Void)? {
-        shutdownActions.removeValue(forKey: key)
+    /// Forgets the owner of `handle` (it is closing, or changes owner). Loop thread.
+    func unregister(_ handle: UnsafeMutableRawPointer) {
+        assertInEventLoop()
+        owners[handle] = nil
+    }
+
+    /// Closes `handle` whose owner was freed before the loop first ran (the owner's `deinit`).
+    /// The handle's descriptor is closed at once when a thread can borrow the loop.
+    func closeOrphan(_ handle: UnsafeMutablePointer<uv_handle_t>) {
+        let raw = _Unchecked(handle)
+        _ = onLoopThread { [self] in
+            owners[UnsafeMutableRawPointer(raw.value)] = nil
+            guard uv_is_closing(raw.value) == 0 else { return }
+            raw.value.pointee.data = nil
+            uv_close(raw.value) { UnsafeMutableRawPointer($0!).deallocate() }
+        }
     }
 
     private func shutDown() {
-        isShutDown = true
-        queueLock.withLock { accepting = false }
+        stateLock.withLock {
+            if case .open(let holder) = state { state = .stopping(holder: holder) }
+        }
         // Work accepted before the stop still runs.
         while true {
-            queueLock.withLock { swap(&pending, &draining) }
+            stateLock.withLock { swap(&pending, &draining) }
             if draining.isEmpty { break }
             for work in draining { run(work) }
             draining.removeAll()
         }
-        let actions = shutdownActions
-        shutdownActions = [:]
-        for action in actions.values { action() }
+        // Close what the owners hold, ending their streams; an owner's callback may close others.
+        while let (handle, entry) = owners.first {
+            if let owner = entry.owner {
+                owner.closeOnLoop(interrupted: true)
+            }
+            owners[handle] = nil
+        }
         uv_walk(
             uvLoop,
             { handle, _ in
                 if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
             }, nil)
         while uv_run(uvLoop, UV_RUN_NOWAIT) != 0 {}
-        closeResult = uv_loop_close(uvLoop)
-        stopped.store(true, ordering: .releasing)
+        let status = uv_loop_close(uvLoop)
+        stateLock.withLock { state = .closed(status: status) }
         finished.signal()
     }
 
@@ -388,6 +508,52 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         running.wait()
         return loop
     }
+}
+
+/// Where a loop is in its life, and which thread holds it: one value, changed under the loop's
+/// state lock.
+enum _LoopLifecycle {
+    /// Accepting work.
+    case open(holder: _LoopHolder?)
+    /// `stop()` was called: no new work; the work already accepted runs, then the loop shuts down.
+    case stopping(holder: _LoopHolder?)
+    /// Shut down: every handle closed, and the libuv loop closed with `status`.
+    case closed(status: Int32)
+
+    /// The thread holding the loop, if any.
+    var holder: _LoopHolder? {
+        switch self {
+        case let .open(holder), let .stopping(holder): holder
+        case .closed: nil
+        }
+    }
+
+    /// The same phase with `holder` holding the loop (no change once closed).
+    func holding(_ holder: _LoopHolder?) -> _LoopLifecycle {
+        switch self {
+        case .open: .open(holder: holder)
+        case .stopping: .stopping(holder: holder)
+        case .closed: self
+        }
+    }
+}
+
+/// The thread holding a loop: the one driving it (`run()`, `runOnce()`, `runNoWait()`), or one
+/// that borrows it for a single call while nobody drives it.
+struct _LoopHolder {
+    let thread: UInt
+    let isBorrowed: Bool
+}
+
+/// A handle's owner as the loop holds it: weakly until the loop first runs, then strongly
+/// (`pinned`) until the handle is closed.
+struct _HandleEntry {
+    weak var owner: (any _LoopOwnedHandle)?
+    private var pinned: (any _LoopOwnedHandle)?
+
+    init(owner: any _LoopOwnedHandle) { self.owner = owner }
+
+    mutating func pin() { pinned = owner }
 }
 
 /// A result handed from the loop thread to a waiting thread (the semaphore orders the accesses).

@@ -1,9 +1,16 @@
 import CLibUV
 @_spi(ReactiveLoopRuntime) import ReactiveLoop
 
-/// An object that owns one libuv handle on a loop: the handle's `data` retains the object until
-/// the handle is closed, and the loop's shutdown closes it (reporting `interrupted`). Every member
-/// is for the loop thread.
+/// An object that owns one libuv handle on a loop. The loop closes the handle when it shuts down
+/// (reporting `interrupted`), and from its first run holds the owner until the handle is closed,
+/// so an open socket lives whether or not anyone refers to it. Before the loop first runs it
+/// holds the owner weakly: an owner released then closes its handle in `deinit`
+/// (`closeOrphanedHandle()`), so a loop released without running frees its sockets.
+///
+/// Closing is safe from inside any callback, any number of times: the owner stays alive until
+/// libuv's close callback, since callbacks of the handle (a pending write's, the rest of a batch
+/// of datagrams) may come until then. Every member is for the loop thread, except
+/// `closeFromAnyThread()`.
 protocol _LoopOwnedHandle: AnyObject {
     var loop: EventLoop { get }
     /// The open handle; nil once closing.
@@ -16,37 +23,59 @@ protocol _LoopOwnedHandle: AnyObject {
 extension _LoopOwnedHandle {
     /// Takes ownership of `handle` (initialized by libuv): from now on it is closed exactly once.
     func adopt<Handle>(_ handle: UnsafeMutablePointer<Handle>) {
+        loop.assertInEventLoop()
         let raw = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)
-        raw.pointee.data = Unmanaged.passRetained(self as AnyObject).toOpaque()
+        raw.pointee.data = Unmanaged.passUnretained(self as AnyObject).toOpaque()
         self.handle = raw
-        loop.onShutdown(ObjectIdentifier(self)) { [self] in closeOnLoop(interrupted: true) }
+        loop.register(self, of: UnsafeMutableRawPointer(raw))
     }
 
     /// Closes the handle (once), ending the streams first.
     func closeOnLoop(interrupted: Bool) {
+        loop.assertInEventLoop()
         guard let handle else { return }
         self.handle = nil
-        _ = loop.removeShutdownAction(ObjectIdentifier(self))
+        loop.unregister(UnsafeMutableRawPointer(handle))
+        guard loop.hasRun else {
+            // No callback of the handle can come before its close callback; and a loop that
+            // never runs never makes that callback, so holding the owner until then would
+            // keep it (and its loop) forever.
+            handle.pointee.data = nil
+            handleWillClose(interrupted: interrupted)
+            uv_close(handle) { UnsafeMutableRawPointer($0!).deallocate() }
+            return
+        }
+        // Released by the close callback: the handle's callbacks may name this owner until then.
+        _ = Unmanaged.passRetained(self as AnyObject)
         handleWillClose(interrupted: interrupted)
         uv_close(handle) { handle in
-            Unmanaged<AnyObject>.fromOpaque(handle!.pointee.data).release()
+            Unmanaged<AnyObject>.fromOpaque(handle!.pointee.data!).release()
             UnsafeMutableRawPointer(handle!).deallocate()
         }
     }
 
     /// Hands the open handle to `newOwner` (on success of a connect, say): it no longer closes it.
     func transferHandle(to newOwner: some _LoopOwnedHandle) {
+        loop.assertInEventLoop()
         guard let handle else { return }
         self.handle = nil
-        _ = loop.removeShutdownAction(ObjectIdentifier(self))
-        let previous = Unmanaged<AnyObject>.fromOpaque(handle.pointee.data!)
+        loop.unregister(UnsafeMutableRawPointer(handle))
         newOwner.adopt(handle)
-        previous.release()
     }
 
     /// Closes the handle from any thread (on the loop thread); a no-op once closed or stopped.
     func closeFromAnyThread() {
         _ = loop.onLoopThread { [self] in closeOnLoop(interrupted: false) }
+    }
+
+    /// For `deinit`: closes a handle still open, which only an owner released before its loop
+    /// first ran can have; a run of its input ends with `interrupted`. (A run does not keep
+    /// its owner alive: the loop does that, from its first run.)
+    func closeOrphanedHandle() {
+        guard let handle else { return }
+        self.handle = nil
+        handleWillClose(interrupted: true)
+        loop.closeOrphan(handle)
     }
 
     /// The owner of a handle, in a libuv callback.

@@ -18,51 +18,32 @@ import Synchronization
 /// (on the loop thread); the heap drops the dead entry later and is compacted when more than
 /// half of it is dead, so schedule-and-cancel cycles keep memory flat.
 ///
+/// Order: an action never overtakes one scheduled before it for the same or an earlier date.
+/// A date not in the future runs the action as `schedule(_:)` does, unless a timed action for
+/// the same or an earlier date is still pending (the loop ran late): then it runs right after
+/// that one.
+///
 /// Deadlines are on the monotonic clock, fixed when the action is scheduled: a wall-clock jump
 /// neither fires an action early nor stalls it. The timer is a Linux `timerfd` polled by the loop,
 /// not a libuv timer (libuv counts whole milliseconds): it expires at the deadline to the
 /// nanosecond, without timer slack, so a timed action runs when the loop thread wakes after its
-/// deadline (tens of microseconds later on an idle loop), never earlier.
+/// deadline (tens of microseconds later on an idle loop), never earlier. If no descriptor can be
+/// had for it (the process is out of them), the scheduler falls back to a libuv timer, rounded
+/// up to the next millisecond.
 ///
+/// Pending timed actions run even if the scheduler is released (the loop holds them until they
+/// have run or are disposed; before the loop first runs, they are kept by the scheduler).
 /// Scheduling onto a stopped loop returns `nil` and the action never runs. When the loop stops,
 /// pending timed actions are dropped, unrun.
 public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-thread state is marked below.
     /// The loop the actions run on.
     public let loop: EventLoop
     private let clock: _WallClockMapping
-
-    /// One heap entry: plain values only, so the heap is one contiguous array.
-    private struct Entry: _HeapElement {
-        var deadline: UInt64
-        var sequence: UInt64
-        var slot: Int32
-
-        func precedes(_ other: Entry) -> Bool { (deadline, sequence) < (other.deadline, other.sequence) }
-    }
-
-    // Confined to the loop thread. A min-heap on (deadline, sequence).
-    private var heap = _BinaryHeap<Entry>()
-    // Confined to the loop thread. The action each live entry runs; `nil` slots are free.
-    private var slots: [_LoopTimedAction?] = []
-    // Confined to the loop thread.
-    private var freeSlots: [Int32] = []
-    // Confined to the loop thread. Heap entries whose action was disposed.
-    private var deadEntries = 0
-    // Confined to the loop thread.
-    private var nextSequence: UInt64 = 0
-    // Confined to the loop thread. Polls `timerFD`; created on first use, nil after the loop
-    // shut down.
-    private var timer: UnsafeMutablePointer<uv_poll_t>?
-    // Confined to the loop thread. The timerfd for the earliest deadline.
-    private var timerFD: Int32 = -1
-    // Confined to the loop thread. The deadline the timer is armed for.
-    private var armedFor: UInt64?
-    // Confined to the loop thread.
-    private var isShutDown = false
-    // Confined to the loop thread. Set while timed actions are pending: they run even if the
-    // scheduler is released (the `DateScheduler` contract), and the armed timer's callback
-    // never finds the scheduler gone.
-    private var keepAlive: LoopScheduler?
+    // Confined to the loop thread. The timed actions and their timer; made on first use.
+    private var timers: _LoopTimers?
+    /// Tests: the result to use instead of creating the timerfd (a negative errno forces the
+    /// libuv-timer fallback). Set before the first timed action.
+    var timerDescriptorForTesting: Int32?
 
     /// A scheduler on `loop`.
     public convenience init(loop: EventLoop) {
@@ -77,11 +58,10 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     }
 
     deinit {
-        // The timer handle holds no reference to the scheduler. Its shutdown action closes it;
-        // run that action now, on the loop thread, or the loop runs it when it shuts down.
-        let key = ObjectIdentifier(self)
-        let loop = self.loop
-        loop.execute { loop.removeShutdownAction(key)?() }
+        // The timer closes once its pending actions have run (they outlive the scheduler).
+        guard let timers else { return }
+        let handed = _Unchecked(timers)
+        _ = loop.onLoopThread { handed.value.closeWhenIdle() }
     }
 
     /// The current wall-clock date.
@@ -99,15 +79,17 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     }
 
     /// Runs `action` on the loop thread at `date` (at once, as `schedule(_:)` does, if `date` is
-    /// not in the future; never if `date` is infinitely far).
+    /// not in the future and no timed action for the same or an earlier date is pending; never if
+    /// `date` is infinitely far).
     ///
     /// - Precondition: `date` is not NaN.
     @discardableResult
     public func schedule(after date: Date, action: @escaping () -> Void) -> (any Disposable)? {
         switch clock.deadline(for: date, "LoopScheduler.schedule(after:action:)") {
-        case .now: return schedule(action)
+        case .now:
+            return scheduleDue(_LoopTimedAction(action, interval: 0, loop: loop), at: clock.monotonicTime(ofPast: date))
         case .never: return AnyDisposable()
-        case let .at(deadline): return add(_LoopTimedAction(action, interval: 0, scheduler: self), at: deadline)
+        case let .at(deadline): return add(_LoopTimedAction(action, interval: 0, loop: loop), at: deadline)
         }
     }
 
@@ -123,30 +105,147 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
         let api = "LoopScheduler.schedule(after:interval:leeway:action:)"
         _checkRepeating(date: date, interval: interval, leeway: leeway, api)
         let period = UInt64(interval._saturatingNanoseconds)
-        let item = _LoopTimedAction(action, interval: period, scheduler: self)
+        let item = _LoopTimedAction(action, interval: period, loop: loop)
         switch clock.deadline(for: date, api) {
-        case .now: return add(item, at: uv_hrtime())
+        case .now: return add(item, at: clock.monotonicTime(ofPast: date))
         case .never: return AnyDisposable()
         case let .at(deadline): return add(item, at: deadline)
         }
     }
 
     private func add(_ item: _LoopTimedAction, at deadline: UInt64) -> (any Disposable)? {
-        if loop.inEventLoop {
-            insert(item, at: deadline)
-            return item
-        }
-        return loop.execute { [self] in insert(item, at: deadline) } ? item : nil
+        loop.onLoopThread { [self] in timersOnLoop().insert(item, at: deadline) } ? item : nil
     }
 
-    // MARK: Loop thread
+    /// A one-shot action whose date has come: it runs as an immediate action unless a timed
+    /// action due at or before `deadline` is pending, which it must not overtake.
+    private func scheduleDue(_ item: _LoopTimedAction, at deadline: UInt64) -> (any Disposable)? {
+        if loop.inEventLoop {
+            if let timers, timers.hasPending(dueBy: deadline) {
+                timers.insert(item, at: deadline)
+                return item
+            }
+            return loop.execute { item.runOnce() } ? item : nil
+        }
+        // Weakly: a closure queued on a loop that never runs must not keep the loop alive. With
+        // the scheduler gone, its pending actions are past or due later; run this one.
+        let accepted = loop.execute { [weak self] in
+            if let timers = self?.timers, timers.hasPending(dueBy: deadline) {
+                timers.insert(item, at: deadline)
+            } else {
+                item.runOnce()
+            }
+        }
+        return accepted ? item : nil
+    }
+
+    /// The timers, made on first use. Loop thread.
+    private func timersOnLoop() -> _LoopTimers {
+        loop.assertInEventLoop()
+        if let timers { return timers }
+        let made = _LoopTimers(loop: loop, descriptor: timerDescriptorForTesting ?? clibuv_timerfd_create())
+        timers = made
+        return made
+    }
 
     /// Heap entries and slots in use (loop thread only; tests check memory stays bounded).
+    var storageSizes: (heap: Int, slots: Int) { timers?.storageSizes ?? (0, 0) }
+
+    /// Whether the timer is a libuv timer (no descriptor was available for a timerfd). Tests.
+    var usesFallbackTimer: Bool { timers?.fd ?? 0 < 0 }
+}
+
+/// The timed actions of a `LoopScheduler` and the one timer that fires them: a timerfd polled by
+/// the loop, or a libuv timer if no descriptor could be had.
+///
+/// The loop owns the timer's handle, and holds this object until the handle's close callback, so
+/// the timer's callback never finds it freed, whoever releases the scheduler or disposes an
+/// action, in whatever order the callbacks of one poll come. Confined to the loop thread.
+final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to the loop thread.
+    /// One heap entry: plain values only, so the heap is one contiguous array.
+    private struct Entry: _HeapElement {
+        var deadline: UInt64
+        var sequence: UInt64
+        var slot: Int32
+
+        func precedes(_ other: Entry) -> Bool { (deadline, sequence) < (other.deadline, other.sequence) }
+    }
+
+    let loop: EventLoop
+    var handle: UnsafeMutablePointer<uv_handle_t>?
+    /// The timerfd, or -1 with a libuv timer.
+    let fd: Int32
+    // A min-heap on (deadline, sequence).
+    private var heap = _BinaryHeap<Entry>()
+    // The action each live entry runs; `nil` slots are free.
+    private var slots: [_LoopTimedAction?] = []
+    private var freeSlots: [Int32] = []
+    // Heap entries whose action was disposed.
+    private var deadEntries = 0
+    private var nextSequence: UInt64 = 0
+    // The deadline the timer is armed for.
+    private var armedFor: UInt64?
+    // The scheduler was released: close once no action is pending.
+    private var closesWhenIdle = false
+
+    /// Timers on `loop` driven by the timerfd `descriptor`, or by a libuv timer if `descriptor`
+    /// is a negative errno (no descriptor could be had).
+    init(loop: EventLoop, descriptor: Int32) {
+        self.loop = loop
+        if descriptor >= 0 {
+            let poll = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
+            let status = uv_poll_init(loop.uvLoop, poll, descriptor)
+            _require(
+                status == 0,
+                "LoopScheduler: uv_poll_init on its timerfd: \(UVError(code: status, operation: "uv_poll_init"))")
+            fd = descriptor
+            adopt(poll)
+            uv_poll_start(poll, Int32(UV_READABLE.rawValue)) { handle, _, _ in
+                _LoopTimers.owner(of: handle).fire()
+            }
+        } else {
+            let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+            uv_timer_init(loop.uvLoop, timer)
+            fd = -1
+            adopt(timer)
+        }
+    }
+
+    deinit {
+        // Released before the loop first ran, or after the handle's close callback.
+        closeOrphanedHandle()
+        if fd >= 0 { Glibc.close(fd) }
+    }
+
     var storageSizes: (heap: Int, slots: Int) { (heap.count, slots.count - freeSlots.count) }
 
-    private func insert(_ item: _LoopTimedAction, at deadline: UInt64) {
-        guard !isShutDown, !item.isDisposed else { return }
-        if timer == nil { startTimer() }
+    func handleWillClose(interrupted: Bool) {
+        // The loop is shutting down, or nothing is pending: drop what is left, unrun.
+        heap.removeAll()
+        for case let item? in slots { item.slot = -1 }
+        slots = []
+        freeSlots = []
+        deadEntries = 0
+    }
+
+    /// The scheduler was released: close the timer now if nothing is pending, else once the
+    /// pending actions have run or been disposed.
+    func closeWhenIdle() {
+        closesWhenIdle = true
+        arm()
+    }
+
+    /// Whether an action due at or before `deadline` is pending.
+    func hasPending(dueBy deadline: UInt64) -> Bool {
+        loop.assertInEventLoop()
+        guard let first = heap.first else { return false }
+        // A dead first entry is conservative: the action then waits for the timer, in order.
+        return first.deadline <= deadline
+    }
+
+    func insert(_ item: _LoopTimedAction, at deadline: UInt64) {
+        loop.assertInEventLoop()
+        guard handle != nil, !item.isDisposed else { return }
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
@@ -156,6 +255,7 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
             slots.append(item)
         }
         item.slot = slot
+        item.timers = self
         push(Entry(deadline: deadline, sequence: nextSequence, slot: slot), for: item)
         arm()
     }
@@ -167,7 +267,8 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     }
 
     /// Releases a disposed action at once; its heap entry is dropped when it comes up.
-    fileprivate func remove(_ item: _LoopTimedAction) {
+    func remove(_ item: _LoopTimedAction) {
+        loop.assertInEventLoop()
         guard item.slot >= 0 else { return }
         slots[Int(item.slot)] = nil
         freeSlots.append(item.slot)
@@ -188,55 +289,50 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
         deadEntries = 0
     }
 
-    private func startTimer() {
-        let fd = clibuv_timerfd_create()
-        let handle = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
-        let status = fd < 0 ? fd : uv_poll_init(loop.uvLoop, handle, fd)
-        // Out of descriptors: nothing could wake the loop for timed actions; say so at once.
-        _require(status == 0, "LoopScheduler: cannot create its timer: \(UVError(code: status, operation: "timerfd"))")
-        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        timer = handle
-        timerFD = fd
-        uv_poll_start(handle, Int32(UV_READABLE.rawValue)) { handle, _, _ in
-            // `fire` may drop `keepAlive`, the last reference: hold one for the call.
-            let scheduler = Unmanaged<LoopScheduler>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
-            withExtendedLifetime(scheduler) { scheduler.fire() }
+    /// Arms the timer for the earliest live deadline, or closes it when the scheduler is gone and
+    /// nothing is pending. A timerfd expires to the nanosecond (the monotonic clock of
+    /// `uv_hrtime`; the kernel adds no slack to it); a libuv timer, to the next millisecond.
+    private func arm() {
+        while let first = heap.first, !isLive(first) {
+            heap.remove(at: 0)
+            deadEntries = max(0, deadEntries - 1)
         }
-        let timer = _Unchecked((handle, fd))
-        loop.onShutdown(ObjectIdentifier(self)) { [weak self] in
-            self?.dropPendingActions()
-            LoopScheduler.close(timer.value.0, fd: timer.value.1)
+        guard let handle else { return }
+        guard let first = heap.first else {
+            if armedFor != nil { disarm(handle) }
+            armedFor = nil
+            if closesWhenIdle { closeOnLoop(interrupted: false) }
+            return
+        }
+        if let armedFor, armedFor == first.deadline { return }
+        armedFor = first.deadline
+        if fd >= 0 {
+            // A deadline in the past expires at once; 0 would disarm.
+            clibuv_timerfd_arm(fd, max(first.deadline, 1))
+        } else {
+            let timer = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_timer_t.self)
+            uv_update_time(loop.uvLoop)
+            let now = uv_hrtime()
+            let wait = first.deadline > now ? (first.deadline - now + 999_999) / 1_000_000 : 0
+            uv_timer_start(timer, { timer in _LoopTimers.owner(of: timer).fire() }, wait, 0)
         }
     }
 
-    /// Arms the timer for the earliest live deadline, to the nanosecond: a timerfd on the
-    /// monotonic clock (the clock of `uv_hrtime`), which the loop polls. The kernel adds no timer
-    /// slack to a timerfd, so the action runs as soon as the loop thread wakes.
-    private func arm() {
-        while let first = heap.first, !isLive(first) {
-            popFirst()
-            deadEntries = max(0, deadEntries - 1)
+    private func disarm(_ handle: UnsafeMutablePointer<uv_handle_t>) {
+        if fd >= 0 {
+            clibuv_timerfd_arm(fd, 0)
+        } else {
+            uv_timer_stop(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_timer_t.self))
         }
-        guard timer != nil else { return }
-        guard let first = heap.first else {
-            if armedFor != nil { clibuv_timerfd_arm(timerFD, 0) }
-            armedFor = nil
-            keepAlive = nil
-            return
-        }
-        keepAlive = self
-        if let armedFor, armedFor == first.deadline { return }
-        armedFor = first.deadline
-        // A deadline in the past expires at once; 0 would disarm.
-        clibuv_timerfd_arm(timerFD, max(first.deadline, 1))
     }
 
     private func fire() {
-        _ = clibuv_read_counter(timerFD)
+        loop.assertInEventLoop()
+        if fd >= 0 { _ = clibuv_read_counter(fd) }
         armedFor = nil
         let now = uv_hrtime()
-        while let first = heap.first, first.deadline <= now || !isLive(first) {
-            popFirst()
+        while handle != nil, let first = heap.first, first.deadline <= now || !isLive(first) {
+            heap.remove(at: 0)
             guard let item = slots[Int(first.slot)], item.sequence == first.sequence else {
                 deadEntries = max(0, deadEntries - 1)
                 continue
@@ -254,28 +350,6 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
             item.action()
         }
         arm()
-    }
-
-    private func popFirst() {
-        heap.remove(at: 0)
-    }
-
-    /// The loop is shutting down: drop every pending action, unrun; the timer is closed next.
-    private func dropPendingActions() {
-        isShutDown = true
-        heap.removeAll()
-        slots = []
-        freeSlots = []
-        timer = nil
-        keepAlive = nil
-    }
-
-    private static func close(_ timer: UnsafeMutablePointer<uv_poll_t>, fd: Int32) {
-        uv_close(UnsafeMutableRawPointer(timer).assumingMemoryBound(to: uv_handle_t.self)) { handle in
-            UnsafeMutableRawPointer(handle!).assumingMemoryBound(to: uv_poll_t.self).deallocate()
-        }
-        // Closing the handle stopped polling the descriptor; nothing in libuv uses it any more.
-        Glibc.close(fd)
     }
 }
 
@@ -311,31 +385,36 @@ final class _LoopTimedAction: Disposable, @unchecked Sendable {  // Vars: confin
     /// Nanoseconds between occurrences; 0 for a one-shot action.
     let interval: UInt64
     private let disposed = Atomic<Bool>(false)
-    private weak var scheduler: LoopScheduler?
+    // Weak: an action queued on a loop that never runs must not keep the loop alive.
+    private weak var loop: EventLoop?
+    // Confined to the loop thread. The timers holding this action, once inserted.
+    weak var timers: _LoopTimers?
     // Confined to the loop thread. The slot holding this action, or -1.
     var slot: Int32 = -1
     // Confined to the loop thread. The sequence number of this action's heap entry.
     var sequence: UInt64 = 0
 
-    init(_ action: @escaping () -> Void, interval: UInt64, scheduler: LoopScheduler) {
+    init(_ action: @escaping () -> Void, interval: UInt64, loop: EventLoop) {
         self.action = action
         self.interval = interval
-        self.scheduler = scheduler
+        self.loop = loop
     }
 
     var isDisposed: Bool { disposed.load(ordering: .acquiring) }
 
+    /// Runs a due one-shot action that went straight to the loop's queue, unless disposed.
+    func runOnce() {
+        guard disposed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        action()
+    }
+
     /// Cancels the action (any occurrence that has not started) and releases it on the loop
     /// thread.
     func dispose() {
-        guard disposed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged,
-            let scheduler
+        guard disposed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
-        if scheduler.loop.inEventLoop {
-            scheduler.remove(self)
-        } else {
-            scheduler.loop.execute { [self] in scheduler.remove(self) }
-        }
+        _ = loop?.onLoopThread { [self] in timers?.remove(self) }
     }
 }
 

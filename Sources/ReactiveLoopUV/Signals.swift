@@ -71,6 +71,8 @@ final class _SignalWatcher: _LoopOwnedHandle, @unchecked Sendable {  // Confined
             status == 0, "EventLoop.signals(_:): \(UVError(code: status, operation: "uv_signal_start(\(number))"))")
     }
 
+    deinit { closeOrphanedHandle() }
+
     func handleWillClose(interrupted: Bool) {
         if interrupted { observer.sendInterrupted() }
     }

@@ -52,16 +52,18 @@ public final class TCPListener: _LoopOwnedHandle, @unchecked Sendable {  // Vars
         try loop.performSync { () throws(UVError) in self.adopt(tcp) }
     }
 
+    deinit { closeOrphanedHandle() }
+
     /// The accepted connections, on the loop thread, while the producer runs (one run at a
     /// time; a second concurrent start fails with `EALREADY`). Completes when the listener is
     /// closed, is interrupted when the loop stops, and fails if accepting fails (`EMFILE`, say).
     public var connections: SignalProducer<TCPConnection, UVError> {
         reader.producer(
-            "TCPListener.connections", loop: loop, isOpen: { [self] in handle != nil },
-            start: { [self] in
+            "TCPListener.connections", loop: loop, isOpen: { [weak self] in self?.handle != nil },
+            start: { [weak self] in
                 // Accept the connection libuv held while nobody listened, after the caller
                 // has seen the start.
-                if connectionWaiting { _ = loop.execute { [self] in acceptWaiting() } }
+                if let self, connectionWaiting { _ = loop.execute { [self] in acceptWaiting() } }
                 return nil
             }, stop: {})
     }
@@ -125,6 +127,8 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
         remoteAddress = remote
     }
 
+    deinit { closeOrphanedHandle() }
+
     /// A connection owning the connected handle `tcp`, which `previousOwner` (if any) hands
     /// over; on failure the handle is closed. Loop thread only.
     static func adopting(
@@ -172,8 +176,8 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
     /// which also closes the connection.
     public var bytes: SignalProducer<ReceivedBytes, UVError> {
         reader.producer(
-            "TCPConnection.bytes", loop: loop, isOpen: { [self] in handle != nil },
-            start: { [self] in startReading() }, stop: { [self] in _ = uv_read_stop(stream) })
+            "TCPConnection.bytes", loop: loop, isOpen: { [weak self] in self?.handle != nil },
+            start: { [weak self] in self?.startReading() }, stop: { [weak self] in self?.stopReading() })
     }
 
     /// The lines received (see `SignalProducer.lines(maxLength:)`).
@@ -212,6 +216,10 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
 
     func handleWillClose(interrupted: Bool) { reader.finish(interrupted: interrupted) }
 
+    private func stopReading() {
+        if handle != nil { uv_read_stop(stream) }
+    }
+
     private func startReading() -> UVError? {
         let status = uv_read_start(
             stream,
@@ -241,8 +249,10 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
         }
     }
 
-    /// Shuts the write side down once the queued writes are out, then closes.
+    /// Shuts the write side down once the queued writes are out, then closes. A no-op if the
+    /// connection was closed already (by an observer of the read's ending, say).
     private func closeAfterPendingWrites() {
+        guard handle != nil else { return }
         let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
         let status = uv_shutdown(request, stream) { request, _ in
             let connection = TCPConnection.owner(of: request!.pointee.handle)
@@ -276,20 +286,26 @@ final class _ConnectAttempt: _LoopOwnedHandle, @unchecked Sendable {  // Confine
             throw error
         }
         adopt(tcp)
-        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        // The request holds the attempt until its callback, which libuv makes even when the
+        // socket is closed first (with `ECANCELED`): `request` must outlive it.
+        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
         let status = address.withUnsafePointer { address in
             uv_tcp_connect(request, tcp, address) { request, status in
-                let attempt = Unmanaged<_ConnectAttempt>.fromOpaque(request!.pointee.data).takeUnretainedValue()
+                let attempt = Unmanaged<_ConnectAttempt>.fromOpaque(request!.pointee.data).takeRetainedValue()
                 attempt.connected(status)
             }
         }
         if status < 0 {
+            Unmanaged.passUnretained(self).release()
             closeOnLoop(interrupted: false)
             throw UVError(code: status, operation: "uv_tcp_connect(\(address))")
         }
     }
 
-    deinit { request.deallocate() }
+    deinit {
+        closeOrphanedHandle()
+        request.deallocate()
+    }
 
     func handleWillClose(interrupted: Bool) {
         if interrupted { observer.sendInterrupted() }

@@ -97,6 +97,8 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
         try loop.performSync { () throws(UVError) in self.adopt(udp) }
     }
 
+    deinit { closeOrphanedHandle() }
+
     private static func setReceiveBuffer(_ udp: UnsafeMutablePointer<uv_udp_t>, _ size: Int) throws(UVError) {
         var fd: Int32 = -1
         try UVError.check(uv_fileno(udp.handle, &fd), "uv_fileno")
@@ -112,8 +114,9 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     /// libuv reports a receive error.
     public var datagrams: SignalProducer<Datagram, UVError> {
         reader.producer(
-            "UDPSocket.datagrams", loop: loop, isOpen: { [self] in handle != nil },
-            start: { [self] in startReceiving() }, stop: { [self] in _ = uv_udp_recv_stop(udp) })
+            "UDPSocket.datagrams", loop: loop, isOpen: { [weak self] in self?.handle != nil },
+            start: { [weak self] in self?.startReceiving() },
+            stop: { [weak self] in if let self, handle != nil { uv_udp_recv_stop(udp) } })
     }
 
     /// The socket's descriptor, for options libuv does not cover. Loop thread only; -1 once closed.
@@ -171,7 +174,7 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
 
     private func received(_ count: Int, _ buf: uv_buf_t, _ address: UnsafePointer<sockaddr>?, _ flags: UInt32) {
         if count < 0 {
-            uv_udp_recv_stop(udp)
+            if handle != nil { uv_udp_recv_stop(udp) }
             return reader.fail(UVError(code: Int32(count), operation: "UDPSocket.datagrams (recv)"))
         }
         // No address: the end of a batch (or nothing to read); the buffer is free again.

@@ -31,14 +31,29 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
 
     func schedule(at deadline: DispatchTime, _ action: @escaping () -> Void) -> any Disposable {
         let item = _TimedAction(deadline: deadline.uptimeNanoseconds, action: action, owner: self)
-        lock.withLock {
-            item.sequence = nextSequence
-            nextSequence += 1
-            heap.insert(item)
-            keepAlive = self
-            armLocked()
-        }
+        lock.withLock { insertLocked(item) }
         return item
+    }
+
+    /// Schedules `action` for `deadline`, which has passed, if an action due at or before it is
+    /// still pending (so it runs after that one); `nil` otherwise, and the caller runs it as an
+    /// immediate action.
+    func scheduleBehindPending(at deadline: UInt64, _ action: @escaping () -> Void) -> (any Disposable)? {
+        lock.withLock {
+            guard let first = heap.first, first.deadline <= deadline else { return nil }
+            let item = _TimedAction(deadline: deadline, action: action, owner: self)
+            insertLocked(item)
+            return item
+        }
+    }
+
+    // Requires lock.
+    private func insertLocked(_ item: _TimedAction) {
+        item.sequence = nextSequence
+        nextSequence += 1
+        heap.insert(item)
+        keepAlive = self
+        armLocked()
     }
 
     /// Removes a disposed action; its closure is released outside the lock.

@@ -60,13 +60,18 @@ public final class QueueScheduler: DateScheduler {
     /// Runs `action` on the queue at `date`; the delay is fixed now, on the monotonic clock.
     ///
     /// A date not in the future runs the action as `schedule(_:)` does, so no action scheduled
-    /// after this call overtakes it. An infinitely distant date never runs the action.
+    /// after this call overtakes it, unless a timed action for the same or an earlier date is
+    /// still pending (the queue ran late): then it runs right after that one, so it never
+    /// overtakes an action scheduled before it for the same or an earlier date. An infinitely
+    /// distant date never runs the action.
     ///
     /// - Precondition: `date` is not NaN.
     @discardableResult
     public func schedule(after date: Date, action: @escaping () -> Void) -> (any Disposable)? {
         switch clock.deadline(for: date, "QueueScheduler.schedule(after:action:)") {
-        case .now: return schedule(action)
+        case .now:
+            let time = clock.monotonicTime(ofPast: date)
+            return timers.scheduleBehindPending(at: time, action) ?? schedule(action)
         case let .at(nanoseconds): return timers.schedule(at: DispatchTime(uptimeNanoseconds: nanoseconds), action)
         case .never: return AnyDisposable()
         }

@@ -50,9 +50,31 @@ public final class _WallClockMapping: @unchecked Sendable {  // `offset` is prot
         let wall = wallClock().timeIntervalSinceReferenceDate
         guard seconds > wall else { return .now }
         let after = Self.monotonicNow
+        let target = (seconds - offset(wall: wall, before: before, after: after)) * 1e9
+        guard target > Double(after) else { return .now }
+        return target >= Double(UInt64.max) ? .never : .at(UInt64(target))
+    }
+
+    /// The monotonic time of a finite `date` that is not in the future, through the same
+    /// offset as `deadline(for:_:)`, so that it orders against the deadlines of dates in the
+    /// future the way the dates do. Schedulers use it to queue a due action behind a pending
+    /// one of the same or an earlier date.
+    public func monotonicTime(ofPast date: Date) -> UInt64 {
+        let before = Self.monotonicNow
+        let wall = wallClock().timeIntervalSinceReferenceDate
+        let after = Self.monotonicNow
+        let target = (date.timeIntervalSinceReferenceDate - offset(wall: wall, before: before, after: after)) * 1e9
+        // May be a little after `after`: the offset can lag the wall clock by a millisecond.
+        return target >= Double(UInt64.max) ? UInt64.max : UInt64(max(target, 0))
+    }
+
+    /// The wall clock minus the monotonic clock, in seconds: the known offset while `wall`,
+    /// read between the monotonic readings `before` and `after`, agrees with it (within a
+    /// millisecond), else the observed one, kept from then on.
+    private func offset(wall: Double, before: UInt64, after: UInt64) -> Double {
         let lowest = wall - Double(after) / 1e9
         let highest = wall - Double(before) / 1e9
-        let offset: Double = lock.withLock {
+        return lock.withLock {
             if let known = self.offset, known >= lowest - Self.jumpThreshold && known <= highest + Self.jumpThreshold {
                 return known
             }
@@ -60,8 +82,5 @@ public final class _WallClockMapping: @unchecked Sendable {  // `offset` is prot
             self.offset = observed
             return observed
         }
-        let target = (seconds - offset) * 1e9
-        guard target > Double(after) else { return .now }
-        return target >= Double(UInt64.max) ? .never : .at(UInt64(target))
     }
 }
