@@ -40,7 +40,10 @@ func mainQueue() throws {
     // On the loop thread (the main thread), while an action of another thread is queued, an
     // action scheduled here must not overtake it.
     let queuedElsewhere = DispatchSemaphore(value: 0)
+    // The check waits for this callback too: under load the threads can finish before it runs.
+    group.enter()
     loop.execute {
+        defer { group.leave() }
         DispatchQueue.global().async {
             main.schedule { log.append("X") }
             queuedElsewhere.signal()
