@@ -18,8 +18,9 @@ public struct Sample: Sendable, Equatable {
 /// - Series are found with an open-addressing hash table over the keys' bytes; recording into
 ///   a known series allocates nothing (a timer sample appends to one array, which grows
 ///   geometrically and keeps its capacity from one interval to the next).
-/// - Memory per counter series: its key's bytes, plus 36 bytes of columns and 8 to 16 of index
-///   (two to four 4-byte slots).
+/// - Memory per counter series: its key's bytes, plus 40 bytes of columns and 8 to 16 of index
+///   (two to four 4-byte slots). A key is at most the parser's `maxLineLength` bytes, so the key
+///   store holds at most `maxSeries` times that.
 public struct SeriesTable: Sendable {
     /// The most series the table holds; a line for a new series beyond it is dropped.
     public let maxSeries: Int
@@ -29,7 +30,10 @@ public struct SeriesTable: Sendable {
     // Columns, indexed by series. A key is the parser's canonical key: the kind's raw value,
     // the name, and "|#" plus the sorted tags if any.
     private(set) var keyBytes: [UInt8] = []
-    private(set) var keyEnds: [UInt32] = []
+    /// Where each key ends in `keyBytes`. Full-width offsets: the key store can outgrow 4 GiB
+    /// with valid flags (`--max-line 65536` and the default `--max-series` reach it at 65,536
+    /// long keys), and 32-bit offsets trapped there.
+    private(set) var keyEnds: [KeyOffset] = []
     private var hashes: [UInt32] = []
     /// The interval of the series' last line.
     private(set) var lastSeen: [UInt32] = []
@@ -50,6 +54,13 @@ public struct SeriesTable: Sendable {
     /// The hashes of the members of each set series seen in the current interval.
     private(set) var setMembers: [Int32: Set<UInt64>] = [:]
 
+    /// The type of the key store's offsets.
+    typealias KeyOffset = Int
+
+    /// The most key bytes the table's offsets can address: more than any valid `--max-series`
+    /// times any valid key length.
+    @_spi(Testing) public static let keyStoreLimit: Int = Int(KeyOffset.max)
+
     /// Creates an empty table.
     ///
     /// - Precondition: `maxSeries` is positive.
@@ -64,8 +75,9 @@ public struct SeriesTable: Sendable {
     /// The bytes the table's storage holds (capacities, not counts), index and samples included:
     /// what it costs in memory, reported as `loopd.table_bytes`.
     public var storageBytes: Int {
-        keyBytes.capacity + 4 * (keyEnds.capacity + hashes.capacity + lastSeen.capacity + slots.capacity)
-            + 8 * (current.capacity + total.capacity + totalSum.capacity) + MemoryLayout<Sample>.stride
+        keyBytes.capacity + 4 * (hashes.capacity + lastSeen.capacity + slots.capacity)
+            + MemoryLayout<KeyOffset>.stride * keyEnds.capacity + 8
+            * (current.capacity + total.capacity + totalSum.capacity) + MemoryLayout<Sample>.stride
             * samples.capacity
             + setMembers.reduce(setMembers.capacity * 32) { $0 + $1.value.capacity * 8 }
     }
@@ -129,7 +141,7 @@ public struct SeriesTable: Sendable {
     private mutating func insert(_ key: UnsafeRawBufferPointer, _ hash32: UInt32, at slot: Int) -> Int32 {
         let series = Int32(count)
         keyBytes.append(contentsOf: key)
-        keyEnds.append(UInt32(keyBytes.count))
+        keyEnds.append(KeyOffset(keyBytes.count))
         hashes.append(hash32)
         lastSeen.append(interval)
         current.append(0)
@@ -215,7 +227,7 @@ public struct SeriesTable: Sendable {
         while capacity < keeping * 2 { capacity *= 2 }
         for series in 0..<count where interval &- lastSeen[series] < expireAfter {
             next.keyBytes.append(contentsOf: key(series))
-            next.keyEnds.append(UInt32(next.keyBytes.count))
+            next.keyEnds.append(KeyOffset(next.keyBytes.count))
             next.hashes.append(hashes[series])
             next.lastSeen.append(lastSeen[series])
             next.current.append(current[series])
