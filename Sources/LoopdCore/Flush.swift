@@ -89,11 +89,9 @@ public struct Flush: Sendable {
         while start < samples.count {
             var end = start
             let series = samples[start].series
-            var sum = 0.0
-            while end < samples.count && samples[end].series == series {
-                sum += samples[end].value
-                end += 1
-            }
+            // The sum as recorded, in arrival order (see `SeriesTable.intervalSum`).
+            let sum = table.intervalSum[Int(series)]
+            while end < samples.count && samples[end].series == series { end += 1 }
             let count = end - start
             func percentile(_ p: Int) -> Double {
                 let rank = (count * p + 99) / 100  // ceil(count * p / 100), at least 1

@@ -56,6 +56,9 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
     case tooLong
     /// A line with more than `StatsDParser.maxTags` tags.
     case tooManyTags
+    /// A line whose values, finite themselves, would make its series' value or one of its totals
+    /// infinite or NaN (`1e308|c` twice, or `1|ms|@1e-320`); reported by `Ingest`, not the parser.
+    case nonFinite
 
     /// The reason, in a few words, for a log line.
     public var description: String {
@@ -69,6 +72,7 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
         case .notUTF8: "not UTF-8"
         case .tooLong: "line too long"
         case .tooManyTags: "more than \(StatsDParser.maxTags) tags"
+        case .nonFinite: "would make the series' value or a total infinite or NaN"
         }
     }
 }

@@ -71,4 +71,76 @@ struct OutputFormatsTests {
         #expect(lines.contains("loopd_lines_received 9"))
         #expect(lines.filter { $0.hasPrefix("# TYPE hits ") }.count == 1)
     }
+
+    @Test func noOutputCarriesANonFiniteValueAndTheRefusedLinesAreCounted() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        var refused: [String] = []
+        ingest.onBadLine = { reason, line in
+            if reason == .nonFinite { refused.append(String(decoding: line, as: UTF8.self)) }
+        }
+        // A histogram's total sum, since creation, overflows in the second interval only.
+        feed(ingest, "h:1e308|h")
+        _ = ingest.endInterval(expireAfter: 0)
+        feed(
+            ingest,
+            """
+            c:-1e308|c|@0.001
+            c:1e308|c|@0.001
+            c:1|c
+            c2:1e308|c
+            c2:1e308|c
+            c3:1e308:1e308|c
+            c4:1|c|@1e-308
+            c4:1|c|@1e-308
+            g:1e308|g
+            g:+1e308|g
+            g2:-1e308|g
+            g2:-1e308|g
+            t:1e308|ms
+            t:1e308|ms
+            t2:1e308|ms
+            t2:-1e308|ms
+            t2:1e308|ms
+            t2:-1e308|ms
+            t2:-1e308|ms
+            t3:1|ms|@5e-324
+            t3:2|ms
+            h:1e308|h
+            h:1|h
+            p:inf|c
+            p:1e400|c
+            """)
+        #expect(
+            refused == [
+                "c:-1e308|c|@0.001", "c:1e308|c|@0.001", "c2:1e308|c", "c3:1e308:1e308|c", "c4:1|c|@1e-308",
+                "g:+1e308|g", "g2:-1e308|g", "t:1e308|ms", "t3:1|ms|@5e-324", "h:1e308|h",
+            ])
+        #expect(ingest.counts.badLines == 12, "the refused lines, and the two the parser rejects")
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_000, intervalSeconds: 10,
+            internalMetrics: [
+                InternalMetric(
+                    name: "loopd.bad_lines", kind: .counter, value: Double(ingest.counts.badLines),
+                    total: Double(ingest.counts.badLines))
+            ])
+        let summaries = flush.summaries()
+        let flushed = Flushed(flush)
+        #expect(flushed.counters == ["c": 1, "c2": 1e308, "c4": 1e308])
+        #expect(flushed.gauges == ["g": 1e308, "g2": -1e308])
+        #expect(flushed.stats["t2"]?.stats.sum == -1e308, "summed in arrival order, as recorded")
+        #expect(flushed.stats["t3"]?.count == 1)
+
+        let json = String(decoding: JSONLinesFormat.format(flush, summaries), as: UTF8.self)
+        let graphite = String(decoding: GraphiteFormat.format(flush, summaries), as: UTF8.self)
+        let prometheus = String(decoding: PrometheusFormat.format(flush, summaries), as: UTF8.self)
+        for (format, text) in [("JSON", json), ("Graphite", graphite), ("Prometheus", prometheus)] {
+            for word in ["null", "nan", "inf"] {
+                #expect(!text.lowercased().contains(word), "\(format) output has \(word):\n\(text)")
+            }
+        }
+        #expect(json.contains("{\"name\":\"loopd.bad_lines\",\"tags\":[],\"value\":12}"))
+        #expect(graphite.contains("loopd.bad_lines 12 1700000000\n"))
+        #expect(prometheus.contains("loopd_bad_lines 12\n"))
+        #expect(prometheus.contains("h_sum 1e+308\n"))
+    }
 }
