@@ -124,8 +124,11 @@ public struct Flush: Sendable {
     }
 
     /// The tags of series `index`, sorted, each as sent (`key:value` or `key`).
-    public func tags(_ index: Int) -> [ArraySlice<UInt8>] {
-        let key = table.key(index).dropFirst()
+    public func tags(_ index: Int) -> [ArraySlice<UInt8>] { Self.tags(ofKey: table.key(index)) }
+
+    /// The tags of a series' canonical key, sorted, each as sent.
+    static func tags(ofKey key: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
+        let key = key.dropFirst()
         guard let bar = key.firstIndex(of: UInt8(ascii: "|")) else { return [] }
         return key[(bar + 2)...].split(separator: UInt8(ascii: ","))
     }

@@ -30,6 +30,10 @@ public final class Ingest {
         public var badLines: UInt64 = 0
         /// Lines dropped because they named a new series while the table was full.
         public var droppedSeries: UInt64 = 0
+        /// Tags that the Prometheus exposition renames or leaves out (a label name Prometheus
+        /// cannot take or reserves, such as `__name__`; see `PrometheusFormat`), counted when
+        /// their series is created.
+        public var renamedLabels: UInt64 = 0
 
         /// Zero counts.
         public init() {}
@@ -73,7 +77,10 @@ public final class Ingest {
             return
         }
         switch table.record(parser) {
-        case .recorded, .created: break
+        case .recorded: break
+        case .created:
+            let changed = PrometheusFormat.changedLabels(key: table.key(table.count - 1))
+            counts.renamedLabels &+= UInt64(changed)
         case .tableFull:
             counts.droppedSeries &+= 1
             if reportedFullInInterval != table.interval {

@@ -225,6 +225,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             counter("loopd.lines_received", counts.lines, reported.lines),
             counter("loopd.bad_lines", counts.badLines, reported.badLines),
             counter("loopd.series_dropped", counts.droppedSeries, reported.droppedSeries),
+            counter("loopd.prometheus_labels_renamed", counts.renamedLabels, reported.renamedLabels),
             counter("loopd.udp_kernel_drops", drops, reportedKernelDrops),
             counter("loopd.output_dropped_flushes", outputDrops, reportedOutputDrops),
             InternalMetric(name: "loopd.series", kind: .gauge, value: Double(table.count)),
