@@ -89,11 +89,9 @@ public struct Flush: Sendable {
         while start < samples.count {
             var end = start
             let series = samples[start].series
-            var sum = 0.0
-            while end < samples.count && samples[end].series == series {
-                sum += samples[end].value
-                end += 1
-            }
+            // The sum as recorded, in arrival order (see `SeriesTable.intervalSum`).
+            let sum = table.intervalSum[Int(series)]
+            while end < samples.count && samples[end].series == series { end += 1 }
             let count = end - start
             func percentile(_ p: Int) -> Double {
                 let rank = (count * p + 99) / 100  // ceil(count * p / 100), at least 1
@@ -126,8 +124,11 @@ public struct Flush: Sendable {
     }
 
     /// The tags of series `index`, sorted, each as sent (`key:value` or `key`).
-    public func tags(_ index: Int) -> [ArraySlice<UInt8>] {
-        let key = table.key(index).dropFirst()
+    public func tags(_ index: Int) -> [ArraySlice<UInt8>] { Self.tags(ofKey: table.key(index)) }
+
+    /// The tags of a series' canonical key, sorted, each as sent.
+    static func tags(ofKey key: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
+        let key = key.dropFirst()
         guard let bar = key.firstIndex(of: UInt8(ascii: "|")) else { return [] }
         return key[(bar + 2)...].split(separator: UInt8(ascii: ","))
     }

@@ -25,10 +25,15 @@ public final class Ingest {
         public var packets: UInt64 = 0
         /// Lines received (valid or not; empty lines are not lines).
         public var lines: UInt64 = 0
-        /// Lines rejected as malformed.
+        /// Lines rejected as malformed, or because they would have made a series' value infinite
+        /// or NaN (`LineError.nonFinite`).
         public var badLines: UInt64 = 0
         /// Lines dropped because they named a new series while the table was full.
         public var droppedSeries: UInt64 = 0
+        /// Tags that the Prometheus exposition renames or leaves out (a label name Prometheus
+        /// cannot take or reserves, such as `__name__`; see `PrometheusFormat`), counted when
+        /// their series is created.
+        public var renamedLabels: UInt64 = 0
 
         /// Zero counts.
         public init() {}
@@ -71,12 +76,20 @@ public final class Ingest {
             onBadLine?(error, line)
             return
         }
-        if table.record(parser) == .tableFull {
+        switch table.record(parser) {
+        case .recorded: break
+        case .created:
+            let changed = PrometheusFormat.changedLabels(key: table.key(table.count - 1))
+            counts.renamedLabels &+= UInt64(changed)
+        case .tableFull:
             counts.droppedSeries &+= 1
             if reportedFullInInterval != table.interval {
                 reportedFullInInterval = table.interval
                 onTableFull?(line)
             }
+        case .nonFinite:
+            counts.badLines &+= 1
+            onBadLine?(.nonFinite, line)
         }
     }
 

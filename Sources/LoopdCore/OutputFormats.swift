@@ -147,11 +147,14 @@ public enum GraphiteFormat {
 ///
 /// Names have every byte outside `[a-zA-Z0-9_:]` replaced by `_` (and a leading digit
 /// prefixed with `_`); tags become labels (`key:value` → `key="value"`, a tag without a value →
-/// `key="true"`). Counters are cumulative (`counter`, the count since the series was created);
+/// `key="true"`), their names renamed to ones Prometheus accepts and does not reserve (see
+/// `labelName(_:kind:)`). Counters are cumulative (`counter`, the count since the series was created);
 /// gauges and sets are `gauge`s (a set: the distinct members of the last interval); timers,
 /// histograms and distributions are `summary`s: the last interval's quantiles (NaN without
 /// samples), with `_sum` and `_count` since creation. A name that a series of another kind has
-/// already taken is skipped (Prometheus allows one type per name).
+/// already taken (a summary's `_sum` and `_count` included) is skipped, as Prometheus allows one
+/// type per name, and so is a series whose name and labels repeat an earlier one's: whatever
+/// the tags, the exposition is one Prometheus can scrape.
 public enum PrometheusFormat {
     /// The flush as an exposition.
     public static func format(_ flush: Flush, _ summaries: [Summary]) -> [UInt8] {
@@ -167,14 +170,35 @@ public enum PrometheusFormat {
         for summary in summaries {
             entries.append(
                 Entry(
-                    name: sanitizedName(flush.name(summary.series)), labels: labels(flush.tags(summary.series)),
-                    summary: summary, metric: nil, kind: summary.kind))
+                    name: sanitizedName(flush.name(summary.series)),
+                    labels: labels(flush.tags(summary.series), kind: summary.kind).labels, summary: summary,
+                    metric: nil, kind: summary.kind))
         }
         for metric in flush.internalMetrics {
             entries.append(
                 Entry(
                     name: sanitizedName(ArraySlice(metric.name.utf8)), labels: [], summary: nil, metric: metric,
                     kind: metric.kind))
+        }
+        // One family per name: the first series of a name decides its type, and a summary's
+        // `_sum` and `_count` are its names too. A series with the name and labels of one already
+        // kept (names and labels can meet once sanitized) would repeat it: it is left out.
+        var owners = [[UInt8]: [UInt8]]()  // A sample's name → the family's name.
+        var families = [[UInt8]: MetricKind]()
+        var kept = Set<[UInt8]>()
+        entries = entries.filter { entry in
+            let family = Self.family(entry.kind)
+            if let owner = families[entry.name] {
+                guard owner == family else { return false }
+            } else {
+                let names =
+                    family == .timer
+                    ? [entry.name, entry.name + "_sum".utf8, entry.name + "_count".utf8] : [entry.name]
+                guard names.allSatisfy({ owners[$0] == nil }) else { return false }
+                families[entry.name] = family
+                for name in names { owners[name] = entry.name }
+            }
+            return kept.insert(entry.name + [UInt8(ascii: "{")] + entry.labels).inserted
         }
         // Group each name's series together, in first-seen order of names.
         var order = [[UInt8]: Int]()
@@ -187,17 +211,13 @@ public enum PrometheusFormat {
         var out = [UInt8]()
         out.reserveCapacity(entries.count * 64)
         var currentName: [UInt8]? = nil
-        var currentKind = MetricKind.counter
         for entry in entries {
-            let family: MetricKind = entry.kind.isSampled ? .timer : entry.kind == .set ? .gauge : entry.kind
+            let family = Self.family(entry.kind)
             if currentName != entry.name {
                 currentName = entry.name
-                currentKind = family
                 out.append(string: "# TYPE ")
                 out.append(contentsOf: entry.name)
                 out.append(string: family == .counter ? " counter\n" : family == .gauge ? " gauge\n" : " summary\n")
-            } else if currentKind != family {
-                continue
             }
             func sample(_ suffix: String, _ extra: String?, _ value: Double) {
                 out.append(contentsOf: entry.name)
@@ -254,14 +274,27 @@ public enum PrometheusFormat {
         }
     }
 
-    static func labels(_ tags: [ArraySlice<UInt8>]) -> [UInt8] {
+    /// The Prometheus type a kind is shown as: `.counter`, `.gauge`, or `.timer` for a summary.
+    static func family(_ kind: MetricKind) -> MetricKind {
+        kind.isSampled ? .timer : kind == .set ? .gauge : kind
+    }
+
+    /// The labels of a series of `kind` with `tags`, and how many of its tags they rename or
+    /// leave out (see `labelName(_:kind:)`; of tags whose names meet once renamed, the first in
+    /// sorted order is kept). Values are escaped: `\\`, `\"` and `\n`.
+    static func labels(_ tags: [ArraySlice<UInt8>], kind: MetricKind) -> (labels: [UInt8], changed: Int) {
         var out = [UInt8]()
         var seen = Set<[UInt8]>()
+        var changed = 0
         for tag in tags {
             let colon = tag.firstIndex(of: UInt8(ascii: ":"))
-            var name = sanitizedName(tag[..<(colon ?? tag.endIndex)]).filter { $0 != UInt8(ascii: ":") }
-            if name.isEmpty { name = Array("_".utf8) }
-            guard seen.insert(name).inserted else { continue }  // A label appears once.
+            let sent = tag[..<(colon ?? tag.endIndex)]
+            let name = labelName(sent, kind: kind)
+            guard seen.insert(name).inserted else {  // A label appears once.
+                changed += 1
+                continue
+            }
+            if !name.elementsEqual(sent) { changed += 1 }
             if !out.isEmpty { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: name)
             out.append(string: "=\"")
@@ -276,7 +309,33 @@ public enum PrometheusFormat {
             }
             out.append(UInt8(ascii: "\""))
         }
-        return out
+        return (out, changed)
+    }
+
+    /// How many tags of the series whose canonical key is `key` Prometheus' labels rename or
+    /// leave out.
+    static func changedLabels(key: ArraySlice<UInt8>) -> Int {
+        guard let kind = key.first.flatMap(MetricKind.init(rawValue:)) else { return 0 }
+        let tags = Flush.tags(ofKey: key)
+        return tags.isEmpty ? 0 : labels(tags, kind: kind).changed
+    }
+
+    /// A tag's name as a label name, which Prometheus wants to match `[a-zA-Z_][a-zA-Z0-9_]*`
+    /// and not to start with `__` (its own labels, such as `__name__`, do):
+    /// - a byte outside `[a-zA-Z0-9_]` becomes `_` (a UTF-8 character, one `_` per byte);
+    /// - a leading digit gets a `_` before it, and an empty name is `_`;
+    /// - leading underscores become one: `__name__` is `_name__`;
+    /// - on a summary, `quantile` (the label of its quantiles) is `_quantile`.
+    static func labelName(_ sent: ArraySlice<UInt8>, kind: MetricKind) -> [UInt8] {
+        var name = [UInt8]()
+        name.reserveCapacity(sent.count + 1)
+        if let first = sent.first, first &- 48 < 10 { name.append(UInt8(ascii: "_")) }
+        for byte in sent { name.append(isNameByte(byte) && byte != UInt8(ascii: ":") ? byte : UInt8(ascii: "_")) }
+        let underscores = name.prefix { $0 == UInt8(ascii: "_") }.count
+        if underscores > 1 { name.removeFirst(underscores - 1) }
+        if name.isEmpty { name = [UInt8(ascii: "_")] }
+        if kind.isSampled && name.elementsEqual("quantile".utf8) { name.insert(UInt8(ascii: "_"), at: 0) }
+        return name
     }
 }
 

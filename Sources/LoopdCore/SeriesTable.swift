@@ -18,8 +18,11 @@ public struct Sample: Sendable, Equatable {
 /// - Series are found with an open-addressing hash table over the keys' bytes; recording into
 ///   a known series allocates nothing (a timer sample appends to one array, which grows
 ///   geometrically and keeps its capacity from one interval to the next).
-/// - Memory per counter series: its key's bytes, plus 36 bytes of columns and 8 to 16 of index
-///   (two to four 4-byte slots).
+/// - No aggregate ever becomes infinite or NaN: a line that would make one so is not recorded
+///   (`Outcome.nonFinite`), so that every output carries finite numbers only.
+/// - Memory per counter series: its key's bytes, plus 48 bytes of columns and 8 to 16 of index
+///   (two to four 4-byte slots). A key is at most the parser's `maxLineLength` bytes, so the key
+///   store holds at most `maxSeries` times that.
 public struct SeriesTable: Sendable {
     /// The most series the table holds; a line for a new series beyond it is dropped.
     public let maxSeries: Int
@@ -29,7 +32,10 @@ public struct SeriesTable: Sendable {
     // Columns, indexed by series. A key is the parser's canonical key: the kind's raw value,
     // the name, and "|#" plus the sorted tags if any.
     private(set) var keyBytes: [UInt8] = []
-    private(set) var keyEnds: [UInt32] = []
+    /// Where each key ends in `keyBytes`. Full-width offsets: the key store can outgrow 4 GiB
+    /// with valid flags (`--max-line 65536` and the default `--max-series` reach it at 65,536
+    /// long keys), and 32-bit offsets trapped there.
+    private(set) var keyEnds: [KeyOffset] = []
     private var hashes: [UInt32] = []
     /// The interval of the series' last line.
     private(set) var lastSeen: [UInt32] = []
@@ -41,6 +47,10 @@ public struct SeriesTable: Sendable {
     private(set) var total: [Double] = []
     /// Sampled kinds: the sum of the values since the series was created.
     private(set) var totalSum: [Double] = []
+    /// Sampled kinds: this interval's sum of the values, in arrival order. Kept here rather than
+    /// summed at the flush so that the line that would overflow it is the one refused: summed
+    /// in sorted order, finite samples that arrived as +x, -x, +x, -x… could overflow.
+    private(set) var intervalSum: [Double] = []
     /// Open addressing, linear probing: a series index or -1. Its count is a power of two, at
     /// least twice the number of series.
     private var slots: [Int32] = Array(repeating: -1, count: 64)
@@ -49,6 +59,13 @@ public struct SeriesTable: Sendable {
     private(set) var samples: [Sample] = []
     /// The hashes of the members of each set series seen in the current interval.
     private(set) var setMembers: [Int32: Set<UInt64>] = [:]
+
+    /// The type of the key store's offsets.
+    typealias KeyOffset = Int
+
+    /// The most key bytes the table's offsets can address: more than any valid `--max-series`
+    /// times any valid key length.
+    @_spi(Testing) public static let keyStoreLimit: Int = Int(KeyOffset.max)
 
     /// Creates an empty table.
     ///
@@ -64,9 +81,10 @@ public struct SeriesTable: Sendable {
     /// The bytes the table's storage holds (capacities, not counts), index and samples included:
     /// what it costs in memory, reported as `loopd.table_bytes`.
     public var storageBytes: Int {
-        keyBytes.capacity + 4 * (keyEnds.capacity + hashes.capacity + lastSeen.capacity + slots.capacity)
-            + 8 * (current.capacity + total.capacity + totalSum.capacity) + MemoryLayout<Sample>.stride
-            * samples.capacity
+        keyBytes.capacity + 4 * (hashes.capacity + lastSeen.capacity + slots.capacity)
+            + MemoryLayout<KeyOffset>.stride * keyEnds.capacity
+            + 8 * (current.capacity + total.capacity + totalSum.capacity + intervalSum.capacity)
+            + MemoryLayout<Sample>.stride * samples.capacity
             + setMembers.reduce(setMembers.capacity * 32) { $0 + $1.value.capacity * 8 }
     }
 
@@ -90,6 +108,10 @@ public struct SeriesTable: Sendable {
         case created
         /// Dropped: the line was for a new series and the table holds `maxSeries`.
         case tableFull
+        /// Dropped: recording the line would have made one of its series' aggregates (a
+        /// counter's sum or total, a gauge's value, a timer's scaled count, sum or total sum)
+        /// infinite or NaN. The series is as it was; a new series is not created.
+        case nonFinite
     }
 
     /// Records the line `parser` has just parsed into its series, creating the series if need be.
@@ -102,21 +124,24 @@ public struct SeriesTable: Sendable {
         let hash32 = UInt32(truncatingIfNeeded: hash >> 32)
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
-        var outcome = Outcome.recorded
-        var series: Int32
         while true {
-            series = slots[slot]
+            let series = Int(slots[slot])
             if series < 0 {
                 guard count < maxSeries else { return .tableFull }
-                series = insert(key, hash32, at: slot)
-                outcome = .created
-                break
+                guard let next = Self.aggregates(parser, from: Aggregates()) else { return .nonFinite }
+                apply(parser, next, to: insert(key, hash32, at: slot))
+                return .created
             }
-            if hashes[Int(series)] == hash32 && keyEquals(Int(series), key) { break }
+            if hashes[series] == hash32 && keyEquals(series, key) {
+                let now = Aggregates(
+                    current: current[series], total: total[series], totalSum: totalSum[series],
+                    intervalSum: intervalSum[series])
+                guard let next = Self.aggregates(parser, from: now) else { return .nonFinite }
+                apply(parser, next, to: series)
+                return .recorded
+            }
             slot = (slot + 1) & mask
         }
-        apply(parser, to: Int(series))
-        return outcome
     }
 
     private func keyEquals(_ series: Int, _ key: UnsafeRawBufferPointer) -> Bool {
@@ -126,41 +151,79 @@ public struct SeriesTable: Sendable {
         return keyBytes.withUnsafeBytes { memcmpBytes($0.baseAddress! + start, key.baseAddress!, key.count) == 0 }
     }
 
-    private mutating func insert(_ key: UnsafeRawBufferPointer, _ hash32: UInt32, at slot: Int) -> Int32 {
-        let series = Int32(count)
+    private mutating func insert(_ key: UnsafeRawBufferPointer, _ hash32: UInt32, at slot: Int) -> Int {
+        let series = count
         keyBytes.append(contentsOf: key)
-        keyEnds.append(UInt32(keyBytes.count))
+        keyEnds.append(KeyOffset(keyBytes.count))
         hashes.append(hash32)
         lastSeen.append(interval)
         current.append(0)
         total.append(0)
         totalSum.append(0)
-        slots[slot] = series
+        intervalSum.append(0)
+        slots[slot] = Int32(series)
         if count * 2 > slots.count { rebuildIndex(capacity: slots.count * 2) }
         return series
     }
 
-    private mutating func apply(_ parser: StatsDParser, to series: Int) {
-        lastSeen[series] = interval
+    /// A series' numeric aggregates: the columns of the same names.
+    private struct Aggregates {
+        var current = 0.0
+        var total = 0.0
+        var totalSum = 0.0
+        var intervalSum = 0.0
+    }
+
+    /// The aggregates of a series at `now` once the line `parser` holds is recorded, or nil if
+    /// one of them would not be finite. Values are finite (the parser refuses others), so a
+    /// sum that overflowed stays infinite: checking the results is enough.
+    @inline(__always)
+    private static func aggregates(_ parser: StatsDParser, from now: Aggregates) -> Aggregates? {
+        var next = now
         let rate = parser.sampleRate
         switch parser.kind {
         case .counter:
             var sum = 0.0
             for value in parser.values { sum += value }
-            current[series] += sum / rate
-            total[series] += sum / rate
+            next.current += sum / rate
+            next.total += sum / rate
+            guard next.current.isFinite && next.total.isFinite else { return nil }
         case .gauge:
             for (value, delta) in zip(parser.values, parser.isDelta) {
-                current[series] = delta ? current[series] + value : value
+                next.current = delta ? next.current + value : value
             }
+            guard next.current.isFinite else { return nil }
         case .timer, .histogram, .distribution:
             for value in parser.values {
-                samples.append(Sample(series: Int32(series), value: value))
-                totalSum[series] += value
+                next.totalSum += value
+                next.intervalSum += value
             }
             let scaled = Double(parser.values.count) / rate
-            current[series] += scaled
-            total[series] += scaled
+            next.current += scaled
+            next.total += scaled
+            guard
+                next.current.isFinite && next.total.isFinite && next.totalSum.isFinite && next.intervalSum.isFinite
+            else { return nil }
+        case .set: break
+        }
+        return next
+    }
+
+    /// Records the line `parser` holds into `series`, whose aggregates become `next`.
+    private mutating func apply(_ parser: StatsDParser, _ next: Aggregates, to series: Int) {
+        lastSeen[series] = interval
+        switch parser.kind {
+        case .counter:
+            current[series] = next.current
+            total[series] = next.total
+        case .gauge:
+            current[series] = next.current
+        case .timer, .histogram, .distribution:
+            for value in parser.values { samples.append(Sample(series: Int32(series), value: value)) }
+            current[series] = next.current
+            total[series] = next.total
+            totalSum[series] = next.totalSum
+            intervalSum[series] = next.intervalSum
         case .set:
             for member in parser.members { setMembers[Int32(series), default: []].insert(member) }
         }
@@ -199,7 +262,10 @@ public struct SeriesTable: Sendable {
         setMembers = [:]
         var expired = 0
         for series in 0..<count {
-            if kind(series) != .gauge { current[series] = 0 }
+            if kind(series) != .gauge {
+                current[series] = 0
+                intervalSum[series] = 0
+            }
             if expireAfter > 0 && interval &- lastSeen[series] >= expireAfter { expired += 1 }
         }
         if expired > 0 { removeIdle(expireAfter: expireAfter, keeping: count - expired) }
@@ -215,12 +281,13 @@ public struct SeriesTable: Sendable {
         while capacity < keeping * 2 { capacity *= 2 }
         for series in 0..<count where interval &- lastSeen[series] < expireAfter {
             next.keyBytes.append(contentsOf: key(series))
-            next.keyEnds.append(UInt32(next.keyBytes.count))
+            next.keyEnds.append(KeyOffset(next.keyBytes.count))
             next.hashes.append(hashes[series])
             next.lastSeen.append(lastSeen[series])
             next.current.append(current[series])
             next.total.append(total[series])
             next.totalSum.append(totalSum[series])
+            next.intervalSum.append(intervalSum[series])
         }
         next.samples = samples
         next.rebuildIndex(capacity: capacity)

@@ -59,6 +59,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private var reported = Ingest.Counts()
     private var kernelDropsAtStart: UInt64 = 0
     private var reportedKernelDrops: UInt64 = 0
+    private var reportedOutputDrops: UInt64 = 0
     private var latestKernelDrops: UInt64 = 0
     private let lastFlushNanoseconds = Atomic<UInt64>(0)  // Written by the flush queue, read on the loop.
 
@@ -215,6 +216,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         let table = ingest.endInterval(expireAfter: configuration.expireAfter)
         let counts = ingest.counts
         let drops = kernelDrops() &- kernelDropsAtStart
+        let outputDrops = output.droppedFlushes.load(ordering: .relaxed)
         func counter(_ name: String, _ total: UInt64, _ previous: UInt64) -> InternalMetric {
             InternalMetric(name: name, kind: .counter, value: Double(total &- previous), total: Double(total))
         }
@@ -223,7 +225,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             counter("loopd.lines_received", counts.lines, reported.lines),
             counter("loopd.bad_lines", counts.badLines, reported.badLines),
             counter("loopd.series_dropped", counts.droppedSeries, reported.droppedSeries),
+            counter("loopd.prometheus_labels_renamed", counts.renamedLabels, reported.renamedLabels),
             counter("loopd.udp_kernel_drops", drops, reportedKernelDrops),
+            counter("loopd.output_dropped_flushes", outputDrops, reportedOutputDrops),
             InternalMetric(name: "loopd.series", kind: .gauge, value: Double(table.count)),
             InternalMetric(name: "loopd.table_bytes", kind: .gauge, value: Double(table.storageBytes)),
             InternalMetric(
@@ -237,6 +241,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         }
         reported = counts
         reportedKernelDrops = drops
+        reportedOutputDrops = outputDrops
         let flush = Flush(
             table: table, timestamp: Self.wallClock(), intervalSeconds: configuration.flushInterval,
             internalMetrics: metrics)

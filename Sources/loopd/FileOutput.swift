@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -5,14 +7,41 @@
 /// The JSON-lines output: a file opened for appending (reopened on SIGHUP, for log rotation),
 /// or standard output.
 ///
-/// Confined to the flush queue once the daemon runs.
+/// Each flush's line reaches the file whole or not at all, so that a full disk costs flushes,
+/// never the file's validity. A write that fails part-way through a line is undone:
+/// - in a regular file, by truncating the file back to where the line started (at once, or if
+///   that fails too, before the next line, which is dropped while it keeps failing);
+/// - in a pipe, a terminal or a socket, which cannot be truncated, by writing the rest of the
+///   line before the next one (the reader sees it late, but whole).
+/// Every line lost is counted in `droppedFlushes`.
+///
+/// Confined to the flush queue once the daemon runs, but for `droppedFlushes`, which any thread
+/// may read.
 final class FileOutput: @unchecked Sendable {  // Confined to the flush queue (see above).
+    /// The `write(2)` the output calls: tests inject failures through it.
+    typealias WriteCall = (_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int
+
     let path: String
+    /// Flushes whose line was not written, or was cut short and taken back.
+    let droppedFlushes = Atomic<UInt64>(0)
     private var fd: Int32
+    private var isRegularFile = false
+    private let writeCall: WriteCall
+
+    /// What a failed write left behind, to repair before the next line.
+    private enum Cut {
+        /// A regular file holds part of a line from this offset on: truncate it there.
+        case truncate(to: off_t)
+        /// A pipe or the like took part of a line: write the rest.
+        case finish([UInt8])
+    }
+
+    private var cut: Cut?
 
     /// Opens `path` for appending, creating it if need be; `-` is standard output.
-    init(path: String) throws(Daemon.StartupError) {
+    init(path: String, write: @escaping WriteCall = { Glibc.write($0, $1, $2) }) throws(Daemon.StartupError) {
         self.path = path
+        writeCall = write
         if path == "-" {
             fd = 1
         } else {
@@ -22,24 +51,70 @@ final class FileOutput: @unchecked Sendable {  // Confined to the flush queue (s
                     description: "--output \(path): cannot open for writing: \(String(cString: strerror(errno)))")
             }
         }
+        isRegularFile = Self.isRegularFile(fd)
     }
 
     deinit { if fd > 2 { close(fd) } }
 
-    /// Writes all of `bytes`; returns a message on failure.
-    func write(_ bytes: [UInt8]) -> String? {
-        bytes.withUnsafeBytes { buffer -> String? in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return "--output \(path): write failed: \(String(cString: strerror(errno)))"
-                }
-                offset += written
+    /// Writes `line` (a flush's JSON line, newline included) whole, or not at all; returns a
+    /// message on failure.
+    func write(_ line: [UInt8]) -> String? {
+        if let cut {
+            if let error = repair(cut) {
+                droppedFlushes.add(1, ordering: .relaxed)
+                return error
             }
-            return nil
+            self.cut = nil
         }
+        // Where the line starts: with O_APPEND the end, which lseek reports for a regular file;
+        // without it (standard output redirected to a file), this also moves the offset there.
+        let start = isRegularFile ? lseek(fd, 0, SEEK_END) : -1
+        let (written, failure) = line.withUnsafeBytes { writeAll($0) }
+        guard let failure else { return nil }
+        if written > 0 && start < 0 {
+            cut = .finish(Array(line[written...]))
+            return "--output \(path): write failed: \(failure); the rest of the line will be written before the next"
+        }
+        droppedFlushes.add(1, ordering: .relaxed)
+        if written > 0 {
+            cut = .truncate(to: start)
+            if repair(.truncate(to: start)) == nil { cut = nil }
+        }
+        return "--output \(path): write failed, a flush is lost: \(failure)"
+    }
+
+    /// Undoes or completes what a failed write left; returns a message if it cannot yet.
+    private func repair(_ cut: Cut) -> String? {
+        switch cut {
+        case let .truncate(start):
+            guard ftruncate(fd, start) == 0 else {
+                return
+                    "--output \(path): cannot remove a flush cut short by a failed write: \(Self.lastError()); this flush is lost too"
+            }
+            _ = lseek(fd, start, SEEK_SET)
+            return nil
+        case let .finish(rest):
+            let (written, failure) = rest.withUnsafeBytes { writeAll($0) }
+            guard let failure else { return nil }
+            self.cut = .finish(Array(rest[written...]))
+            return
+                "--output \(path): write failed again while finishing a line cut short: \(failure); this flush is lost"
+        }
+    }
+
+    /// Writes all of `bytes`, or as many as it can: returns how many it wrote and, if it stopped
+    /// short, the error.
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> (written: Int, failure: String?) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = writeCall(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return (offset, Self.lastError())
+            }
+            offset += written
+        }
+        return (offset, nil)
     }
 
     /// Reopens the file (after it was renamed by a log rotation); returns a message on
@@ -50,8 +125,21 @@ final class FileOutput: @unchecked Sendable {  // Confined to the flush queue (s
         guard reopened >= 0 else {
             return "--output \(path): cannot reopen: \(String(cString: strerror(errno))); still writing to the old file"
         }
+        // A cut in the old file is undone there if it can be; the new file starts clean.
+        if case let .truncate(start)? = cut {
+            _ = ftruncate(fd, start)
+            cut = nil
+        }
         close(fd)
         fd = reopened
+        isRegularFile = Self.isRegularFile(fd)
         return nil
     }
+
+    private static func isRegularFile(_ fd: Int32) -> Bool {
+        var status = stat()
+        return fstat(fd, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+    }
+
+    private static func lastError() -> String { String(cString: strerror(errno)) }
 }

@@ -23,16 +23,20 @@ struct Loopd: ParsableCommand {
     @Option(help: "The address to receive on (a numeric IPv4 or IPv6 address, or localhost).")
     var host = "127.0.0.1"
 
-    @Option(help: "The UDP and TCP port to receive on (0: one the system chooses).")
+    // The numeric options parse their value `.unconditional`ly: by default a value that starts
+    // with "-" is taken for a flag, and `--port -1` said "Missing value" instead of the range.
+
+    @Option(parsing: .unconditional, help: "The UDP and TCP port to receive on (0: one the system chooses).")
     var port = 8125
 
-    @Option(name: .customLong("udp-buffer"), help: "The UDP receive buffer to ask for, in bytes.")
+    @Option(
+        name: .customLong("udp-buffer"), parsing: .unconditional, help: "The UDP receive buffer to ask for, in bytes.")
     var udpBuffer = 8 * 1024 * 1024
 
-    @Option(name: .customLong("max-line"), help: "The longest line accepted, in bytes.")
+    @Option(name: .customLong("max-line"), parsing: .unconditional, help: "The longest line accepted, in bytes.")
     var maxLine = 8192
 
-    @Option(name: .customLong("flush-interval"), help: "Seconds between flushes.")
+    @Option(name: .customLong("flush-interval"), parsing: .unconditional, help: "Seconds between flushes.")
     var flushInterval = 10.0
 
     @Option(help: "The JSON-lines output: a file (appended to), or - for standard output.")
@@ -44,11 +48,13 @@ struct Loopd: ParsableCommand {
     @Option(help: "An address to serve Prometheus' text format on, at GET /metrics, as host:port.")
     var prometheus: String?
 
-    @Option(name: .customLong("max-series"), help: "The most series kept; lines for new series beyond it are dropped.")
+    @Option(
+        name: .customLong("max-series"), parsing: .unconditional,
+        help: "The most series kept; lines for new series beyond it are dropped.")
     var maxSeries = 100_000
 
     @Option(
-        name: .customLong("expire-after"),
+        name: .customLong("expire-after"), parsing: .unconditional,
         help: "Flush intervals without data after which a series is forgotten (0: never).")
     var expireAfter = 6
 
@@ -68,7 +74,9 @@ struct Loopd: ParsableCommand {
             "--flush-interval must be in 0.01...86400 seconds, got \(flushInterval)")
         try check(
             maxSeries > 0 && maxSeries <= Int(Int32.max), "--max-series must be in 1...\(Int32.max), got \(maxSeries)")
-        try check(expireAfter >= 0 && expireAfter <= Int(UInt32.max), "--expire-after must be >= 0, got \(expireAfter)")
+        try check(
+            expireAfter >= 0 && expireAfter <= Int(UInt32.max),
+            "--expire-after must be in 0...\(UInt32.max), got \(expireAfter)")
         try check(
             Logger.Level(rawValue: logLevel) != nil,
             "--log-level must be one of trace, debug, info, notice, warning, error, critical; got \(logLevel)")

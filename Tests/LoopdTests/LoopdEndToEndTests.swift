@@ -184,6 +184,23 @@ struct LoopdEndToEndTests {
         #expect(loopd.log().contains(message))
     }
 
+    @Test(arguments: [
+        ("--port", "--port must be in 0...65535, got -1"),
+        ("--udp-buffer", "--udp-buffer must be in 1...2147483647, got -1"),
+        ("--max-line", "--max-line must be in 1...65536, got -1"),
+        ("--flush-interval", "--flush-interval must be in 0.01...86400 seconds, got -1"),
+        ("--max-series", "--max-series must be in 1...2147483647, got -1"),
+        ("--expire-after", "--expire-after must be in 0...4294967295, got -1"),
+    ])
+    func aNegativeNumberGetsTheRangeMessageNotMissingValue(flag: String, message: String) throws {
+        let loopd = try LoopdProcess([flag, "-1"], waitForListening: false)
+        loopd.waitForExit()
+        #expect(loopd.process.terminationStatus == 64)
+        let log = loopd.log()
+        #expect(log.contains(message), "\(log)")
+        #expect(!log.contains("Missing value"))
+    }
+
     @Test func prometheusServesTheLastFlushWithCumulativeCounters() throws {
         let loopd = try LoopdProcess(["--prometheus", "127.0.0.1:0"])
         let line = try loopd.waitForLog("serving Prometheus metrics at http://")

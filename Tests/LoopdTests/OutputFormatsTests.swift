@@ -71,4 +71,214 @@ struct OutputFormatsTests {
         #expect(lines.contains("loopd_lines_received 9"))
         #expect(lines.filter { $0.hasPrefix("# TYPE hits ") }.count == 1)
     }
+
+    @Test func noOutputCarriesANonFiniteValueAndTheRefusedLinesAreCounted() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        var refused: [String] = []
+        ingest.onBadLine = { reason, line in
+            if reason == .nonFinite { refused.append(String(decoding: line, as: UTF8.self)) }
+        }
+        // A histogram's total sum, since creation, overflows in the second interval only.
+        feed(ingest, "h:1e308|h")
+        _ = ingest.endInterval(expireAfter: 0)
+        feed(
+            ingest,
+            """
+            c:-1e308|c|@0.001
+            c:1e308|c|@0.001
+            c:1|c
+            c2:1e308|c
+            c2:1e308|c
+            c3:1e308:1e308|c
+            c4:1|c|@1e-308
+            c4:1|c|@1e-308
+            g:1e308|g
+            g:+1e308|g
+            g2:-1e308|g
+            g2:-1e308|g
+            t:1e308|ms
+            t:1e308|ms
+            t2:1e308|ms
+            t2:-1e308|ms
+            t2:1e308|ms
+            t2:-1e308|ms
+            t2:-1e308|ms
+            t3:1|ms|@5e-324
+            t3:2|ms
+            h:1e308|h
+            h:1|h
+            p:inf|c
+            p:1e400|c
+            """)
+        #expect(
+            refused == [
+                "c:-1e308|c|@0.001", "c:1e308|c|@0.001", "c2:1e308|c", "c3:1e308:1e308|c", "c4:1|c|@1e-308",
+                "g:+1e308|g", "g2:-1e308|g", "t:1e308|ms", "t3:1|ms|@5e-324", "h:1e308|h",
+            ])
+        #expect(ingest.counts.badLines == 12, "the refused lines, and the two the parser rejects")
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_000, intervalSeconds: 10,
+            internalMetrics: [
+                InternalMetric(
+                    name: "loopd.bad_lines", kind: .counter, value: Double(ingest.counts.badLines),
+                    total: Double(ingest.counts.badLines))
+            ])
+        let summaries = flush.summaries()
+        let flushed = Flushed(flush)
+        #expect(flushed.counters == ["c": 1, "c2": 1e308, "c4": 1e308])
+        #expect(flushed.gauges == ["g": 1e308, "g2": -1e308])
+        #expect(flushed.stats["t2"]?.stats.sum == -1e308, "summed in arrival order, as recorded")
+        #expect(flushed.stats["t3"]?.count == 1)
+
+        let json = String(decoding: JSONLinesFormat.format(flush, summaries), as: UTF8.self)
+        let graphite = String(decoding: GraphiteFormat.format(flush, summaries), as: UTF8.self)
+        let prometheus = String(decoding: PrometheusFormat.format(flush, summaries), as: UTF8.self)
+        for (format, text) in [("JSON", json), ("Graphite", graphite), ("Prometheus", prometheus)] {
+            for word in ["null", "nan", "inf"] {
+                #expect(!text.lowercased().contains(word), "\(format) output has \(word):\n\(text)")
+            }
+        }
+        #expect(json.contains("{\"name\":\"loopd.bad_lines\",\"tags\":[],\"value\":12}"))
+        #expect(graphite.contains("loopd.bad_lines 12 1700000000\n"))
+        #expect(prometheus.contains("loopd_bad_lines 12\n"))
+        #expect(prometheus.contains("h_sum 1e+308\n"))
+    }
+
+    @Test func hostileTagsAndNamesStillMakeAValidPrometheusExposition() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(
+            ingest,
+            """
+            h:1|c|#__name__:x,__foo:y,1abc:z,a-b:"q\\,:empty,ünï:cödé,ok:1,_name__:dup
+            t:1|ms|#quantile:q,__name__:y
+            t_sum:1|c
+            a.b:1|c
+            a_b:1|c
+            d:1|c|#a:1,a:2
+            d:1|c|#a:1
+            """)
+        // Renamed: __name__, __foo, 1abc, a-b, the empty name, ünï, and on the timer quantile
+        // and __name__; left out: _name__ (after __name__ took its name) and d's second a.
+        #expect(ingest.counts.renamedLabels == 10)
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        let text = String(decoding: PrometheusFormat.format(flush, flush.summaries()), as: UTF8.self)
+        let samples = try PrometheusText.parse(text)
+        #expect(
+            samples.contains(
+                PrometheusText.Sample(
+                    name: "h",
+                    labels: [
+                        "_1abc": "z", "_": "empty", "_foo": "y", "_name__": "x", "a_b": "\"q\\", "ok": "1",
+                        "_n__": "cödé",
+                    ], value: "1")))
+        #expect(samples.contains { $0.name == "t" && $0.labels["_quantile"] == "q" && $0.labels["quantile"] == "0.99" })
+        #expect(samples.filter { $0.name == "a_b" }.count == 1, "a.b and a_b meet as a_b: the first is kept")
+        #expect(samples.filter { $0.name == "d" }.count == 1)
+        #expect(!samples.contains { $0.name == "t_sum" && $0.labels.isEmpty }, "t_sum belongs to the summary t")
+    }
+}
+
+/// A strict reader of Prometheus' text exposition format 0.0.4, for tests: it throws where a
+/// Prometheus scrape would fail (a bad or reserved name, a bad escape, a label twice, a series
+/// twice, a name with two TYPE lines or samples away from its TYPE line).
+enum PrometheusText {
+    struct Sample: Equatable {
+        var name: String
+        var labels: [String: String]
+        var value: String
+    }
+
+    struct Invalid: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func parse(_ text: String) throws -> [Sample] {
+        var samples: [Sample] = []
+        var typed: [String: String] = [:]  // family name → type
+        var finished: Set<String> = []  // families whose block has ended
+        var current: String?
+        var series: Set<String> = []
+        func isName(_ name: Substring, colons: Bool) -> Bool {
+            guard let first = name.unicodeScalars.first, first.isASCII,
+                first.properties.isAlphabetic || first == "_" || (colons && first == ":")
+            else { return false }
+            return name.unicodeScalars.allSatisfy {
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || (colons && $0 == ":"))
+            }
+        }
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty { continue }
+            if line.hasPrefix("# TYPE ") {
+                let parts = line.split(separator: " ")
+                guard parts.count == 4, isName(parts[2], colons: true), typed[String(parts[2])] == nil else {
+                    throw Invalid(description: "bad or second TYPE line: \(line)")
+                }
+                if let current { finished.insert(current) }
+                current = String(parts[2])
+                typed[String(parts[2])] = String(parts[3])
+                continue
+            }
+            if line.hasPrefix("#") { continue }
+            var rest = line[...]
+            let name = rest.prefix { $0 != "{" && $0 != " " }
+            rest = rest.dropFirst(name.count)
+            guard isName(name, colons: true) else { throw Invalid(description: "bad metric name: \(line)") }
+            var labels: [String: String] = [:]
+            if rest.first == "{" {
+                rest = rest.dropFirst()
+                while rest.first != "}" {
+                    let label = rest.prefix { $0 != "=" }
+                    guard isName(label, colons: false), !label.hasPrefix("__"), labels[String(label)] == nil else {
+                        throw Invalid(description: "bad, reserved or repeated label name \(label): \(line)")
+                    }
+                    rest = rest.dropFirst(label.count)
+                    guard rest.hasPrefix("=\"") else { throw Invalid(description: "no =\" after \(label): \(line)") }
+                    rest = rest.dropFirst(2)
+                    var value = ""
+                    while let character = rest.first, character != "\"" {
+                        rest = rest.dropFirst()
+                        guard character == "\\" else {
+                            guard character != "\n" else { throw Invalid(description: "raw newline: \(line)") }
+                            value.append(character)
+                            continue
+                        }
+                        switch rest.first {
+                        case "\\": value.append("\\")
+                        case "\"": value.append("\"")
+                        case "n": value.append("\n")
+                        default: throw Invalid(description: "bad escape: \(line)")
+                        }
+                        rest = rest.dropFirst()
+                    }
+                    guard rest.first == "\"" else { throw Invalid(description: "unterminated value: \(line)") }
+                    rest = rest.dropFirst()
+                    labels[String(label)] = value
+                    if rest.first == "," {
+                        rest = rest.dropFirst()
+                    } else if rest.first != "}" {
+                        throw Invalid(description: "expected , or }: \(line)")
+                    }
+                }
+                rest = rest.dropFirst()
+            }
+            guard rest.first == " ", let value = Double(rest.dropFirst()) ?? (rest.dropFirst() == "NaN" ? .nan : nil)
+            else { throw Invalid(description: "bad value: \(line)") }
+            _ = value
+            // The family: the name, or for a summary's _sum and _count, the summary's.
+            var family = String(name)
+            for suffix in ["_sum", "_count"] where name.hasSuffix(suffix) {
+                let base = String(name.dropLast(suffix.count))
+                if typed[base] == "summary" { family = base }
+            }
+            guard family == current, !finished.contains(family) else {
+                throw Invalid(description: "a sample away from its family's TYPE line: \(line)")
+            }
+            let key = String(name) + labels.sorted { $0.key < $1.key }.description
+            guard series.insert(key).inserted else { throw Invalid(description: "a series twice: \(line)") }
+            samples.append(Sample(name: String(name), labels: labels, value: String(rest.dropFirst())))
+        }
+        return samples
+    }
 }

@@ -1,4 +1,4 @@
-import LoopdCore
+@_spi(Testing) import LoopdCore
 import Testing
 
 @Suite("Series table and ingest")
@@ -127,5 +127,14 @@ struct SeriesTableTests {
         let flushed = flush(ingest)
         #expect(flushed.counters.count == 20_000)
         #expect(flushed.counters.values.allSatisfy { $0 == 3 })
+    }
+
+    @Test func theKeyStoreAddressesTheLongestKeysOfTheMostSeries() {
+        // --max-series is at most Int32.max and --max-line at most 65,536 bytes; a key is never
+        // longer than its line (the parser keeps 3 bytes more). With 32-bit offsets, inserting
+        // the 65,536th such key trapped.
+        let longestKey = 65536 + 3
+        #expect(SeriesTable.keyStoreLimit / longestKey >= Int(Int32.max))
+        #expect(SeriesTable.keyStoreLimit > Int(UInt32.max))
     }
 }

@@ -1,4 +1,4 @@
-import LoopdCore
+@_spi(Testing) import LoopdCore
 import Testing
 
 @Suite("StatsD parser")
@@ -20,6 +20,9 @@ struct StatsDParserTests {
         ("name:1|cc", .unknownType), ("name:1|msx", .unknownType), ("name:abc|c", .badValue), ("name:|c", .badValue),
         ("name:1.2.3|c", .badValue), ("name:1e|c", .badValue), ("name:nan|g", .badValue), ("name:inf|g", .badValue),
         ("name:1e999|c", .badValue), ("name:1::2|c", .badValue), ("name:-|c", .badValue),
+        ("name:1e400|ms", .badValue), ("name:-1e400|c", .badValue), ("name:1.8e308|g", .badValue),
+        ("name:Infinity|c", .badValue), ("name:-inf|c", .badValue), ("name:NaN|ms", .badValue),
+        ("name:1|c|@nan", .badSampleRate),
         ("name:1|c|@0", .badSampleRate),
         ("name:1|c|@1.5", .badSampleRate), ("name:1|c|@x", .badSampleRate), ("name:1|c|@-0.5", .badSampleRate),
         ("name:1|c|@", .badSampleRate), ("set:|s", .badValue), ("set:a::b|s", .badValue),
@@ -108,5 +111,57 @@ struct StatsDParserTests {
         #expect(parser.members.count == 3)
         #expect(parser.members[0] == parser.members[2])
         #expect(parser.members[0] != parser.members[1])
+    }
+
+    @Test func aLineWithMoreTagsThanTheBoundIsRejected() {
+        var parser = StatsDParser(maxLineLength: 65536)
+        let reversed = (0..<3000).reversed().map { "t\($0)" }
+        #expect(parse(&parser, "x:1|c|#" + reversed.joined(separator: ",")) == .tooManyTags)
+        let atTheBound = (0..<StatsDParser.maxTags).map { "t\($0)" }
+        #expect(parse(&parser, "x:1|c|#" + atTheBound.joined(separator: ",")) == nil)
+        #expect(parse(&parser, "x:1|c|#" + atTheBound.joined(separator: ",") + ",one.more") == .tooManyTags)
+        #expect(
+            parse(&parser, "x:1|c|#" + atTheBound.joined(separator: ",") + ",,|#") == nil, "empty tags do not count")
+    }
+
+    @Test func reverseOrderedTagsUpToTheBoundAreSorted() {
+        var parser = StatsDParser(maxLineLength: 65536)
+        let tags = (0..<StatsDParser.maxTags).map { "tag.\(1000 + $0 % 100):\($0)" }
+        #expect(parse(&parser, "x:1|c|#" + tags.reversed().joined(separator: ",")) == nil)
+        let sorted = tags.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        #expect(parser.withKey { Array($0.dropFirst()) } == Array(("x|#" + sorted.joined(separator: ",")).utf8))
+    }
+
+    /// The comparisons `StatsDParser.sortInPlace` makes to sort `values`, and whether it sorted them.
+    func comparisons(sorting values: [Int]) -> (count: Int, sorted: Bool) {
+        var values = values
+        var count = 0
+        values.withUnsafeMutableBufferPointer { buffer in
+            StatsDParser.sortInPlace(buffer) {
+                count += 1
+                return $0 < $1
+            }
+        }
+        return (count, values == values.sorted())
+    }
+
+    @Test func sortingTagsTakesAtMostNLogNComparisons() {
+        var generator = SystemRandomNumberGenerator()
+        for n in [0, 1, 2, 15, 16, 17, 200, 2000] {
+            let bound = n < 2 ? 0 : 2 * n * (Int.bitWidth - (n - 1).leadingZeroBitCount)
+            for (order, values) in [
+                ("reversed", Array((0..<n).reversed())), ("sorted", Array(0..<n)),
+                ("random", (0..<n).map { _ in Int.random(in: 0..<max(n / 4, 1), using: &generator) }),
+            ] {
+                let (count, sorted) = comparisons(sorting: values)
+                #expect(sorted, "\(n) \(order) values")
+                #expect(count <= max(bound, n * n / 2), "\(n) \(order) values: \(count) comparisons")
+                if n >= 200 { #expect(count <= bound, "\(n) \(order) values: \(count) comparisons") }
+            }
+        }
+        // Ten times the tags, about eleven times the comparisons: a quadratic sort takes a hundred.
+        let small = comparisons(sorting: Array((0..<200).reversed())).count
+        let large = comparisons(sorting: Array((0..<2000).reversed())).count
+        #expect(large < 20 * small, "\(small) comparisons for 200 tags, \(large) for 2,000")
     }
 }
