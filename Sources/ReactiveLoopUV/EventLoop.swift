@@ -57,6 +57,12 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     // its handles' owners strongly).
     private(set) var hasRun = false
     private let finished = DispatchSemaphore(value: 0)
+    // Confined to the loop thread. The read buffer its TCP connections share (reads on a loop
+    // come one at a time), so that an idle connection holds none.
+    var sharedReadBuffer = _ReceiveBuffer(capacity: 64 * 1024)
+    // Confined to the loop thread. Timed actions of the runtime itself (connection timeouts).
+    // Weak: the loop's handle registry holds them from its first run.
+    private weak var runtimeTimers: _LoopTimers?
     // Confined to the loop thread. Polls the Dispatch main queue's wake-up descriptor while the
     // process's main thread drives the loop (see "The Dispatch main queue").
     private var mainQueuePoll: UnsafeMutablePointer<uv_poll_t>?
@@ -66,6 +72,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     ///
     /// - Throws: `UVError` if libuv cannot create the loop.
     public init() throws(UVError) {
+        EventLoop.ignoreBrokenPipes
         uvLoop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
         do {
@@ -94,6 +101,18 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         wakeup.deallocate()
         mainQueuePoll?.deallocate()
     }
+
+    /// A write to a peer that has gone raises `SIGPIPE`, whose default action ends the process:
+    /// one client that disconnects mid-response would kill a daemon. The first loop made sets
+    /// `SIGPIPE` to be ignored (unless the program installed a handler of its own), so such a
+    /// write fails with `EPIPE` instead.
+    private static let ignoreBrokenPipes: Void = {
+        var current = sigaction()
+        sigaction(SIGPIPE, nil, &current)
+        if current.__sigaction_handler.sa_handler == nil {  // SIG_DFL
+            signal(SIGPIPE, SIG_IGN)
+        }
+    }()
 
     static func from(_ pointer: UnsafeMutableRawPointer?) -> EventLoop {
         Unmanaged<EventLoop>.fromOpaque(pointer!).takeUnretainedValue()
@@ -367,6 +386,15 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
             // only after a fresh wake-up, unless the loop is stopping: then drain to the end.
             if !stopping { return }
         }
+    }
+
+    /// The timers for the runtime's own timed actions, made on first use. Loop thread.
+    func internalTimers() -> _LoopTimers {
+        assertInEventLoop()
+        if let runtimeTimers { return runtimeTimers }
+        let made = _LoopTimers(loop: self, descriptor: clibuv_timerfd_create())
+        runtimeTimers = made
+        return made
     }
 
     // MARK: Lifetime of handles

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Bytes read from a socket, handed over without a copy: a view into the buffer libuv read them
 /// into, which stays alive while a view of it does.
 ///
@@ -69,12 +71,19 @@ public final class _ByteStorage: @unchecked Sendable {  // Immutable while share
     @usableFromInline let base: UnsafeMutableRawPointer
     let capacity: Int
 
+    /// How many buffers are alive, in this process (tests check that idle sockets hold none).
+    static let live = Synchronization.Atomic<Int>(0)
+
     init(capacity: Int) {
         self.capacity = capacity
         base = .allocate(byteCount: max(capacity, 1), alignment: 16)
+        _ByteStorage.live.add(1, ordering: .relaxed)
     }
 
-    deinit { base.deallocate() }
+    deinit {
+        _ByteStorage.live.subtract(1, ordering: .relaxed)
+        base.deallocate()
+    }
 }
 
 /// The receive buffer of one socket: reused for the next read when nothing refers to it any

@@ -1,5 +1,6 @@
 import CLibUV
 import Dispatch
+import Synchronization
 @_spi(ReactiveLoopRuntime) import ReactiveLoop
 
 #if canImport(Glibc)
@@ -107,7 +108,14 @@ public final class TCPListener: _LoopOwnedHandle, @unchecked Sendable {  // Vars
 /// Reading starts when `bytes` (or `lines`) is started and stops when its run is disposed;
 /// meanwhile the bytes wait in the kernel. When the peer closes its side, the run completes and
 /// the connection closes once the writes already queued have gone out. The connection stays open
-/// until then, `close()`, or the loop stops, whether or not a reference to it is kept.
+/// until then, `close()`, a timeout of its `Limits`, or the loop stops, whether or not a
+/// reference to it is kept.
+///
+/// Memory: reads go into one 64 KiB buffer that the loop shares between its connections, so a
+/// connection between reads holds no read buffer (a `ReceivedBytes` you keep holds the buffer it
+/// views, and the next read then takes a fresh one). Written bytes wait in the connection until
+/// the peer takes them: `queuedWriteBytes` says how many, and `Limits` bounds them and the time
+/// a peer may stall.
 public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Vars: confined to the loop thread.
     /// The loop the connection lives on.
     public let loop: EventLoop
@@ -116,10 +124,60 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
     /// The peer's address.
     public let remoteAddress: SocketAddress
 
+    /// Bounds on what a peer can make a connection hold or wait for. Every bound is off (nil) by
+    /// default.
+    public struct Limits: Sendable, Equatable {
+        /// The most bytes written and not yet taken by the peer. A write that would pass it
+        /// (while other bytes are queued) is refused: its completion gets `ENOBUFS` and the
+        /// bytes are not sent; the connection stays open. A single write larger than the mark
+        /// is accepted when nothing else is queued, so any write can eventually go out.
+        public var writeHighWaterMark: Int?
+        /// Seconds that queued bytes may wait without the peer taking any of them. Past it, the
+        /// connection is closed: a `bytes` run fails with `ETIMEDOUT`, queued writes fail with
+        /// `ECANCELED`.
+        public var writeTimeout: Double?
+        /// Seconds without a byte read or written. Past it, the connection is closed as for
+        /// `writeTimeout`.
+        public var idleTimeout: Double?
+
+        /// Limits with the given bounds (nil: none).
+        ///
+        /// - Precondition: Each bound given is positive (and finite for the timeouts).
+        public init(writeHighWaterMark: Int? = nil, writeTimeout: Double? = nil, idleTimeout: Double? = nil) {
+            if let writeHighWaterMark {
+                _require(
+                    writeHighWaterMark > 0,
+                    "TCPConnection.Limits: writeHighWaterMark must be > 0, got \(writeHighWaterMark)")
+            }
+            for (name, value) in [("writeTimeout", writeTimeout), ("idleTimeout", idleTimeout)] {
+                guard let value else { continue }
+                _require(
+                    value.isFinite && value > 0 && value < 1e9,
+                    "TCPConnection.Limits: \(name) must be a positive number of seconds, got \(value)")
+            }
+            self.writeHighWaterMark = writeHighWaterMark
+            self.writeTimeout = writeTimeout
+            self.idleTimeout = idleTimeout
+        }
+    }
+
     var handle: UnsafeMutablePointer<uv_handle_t>?
     private let reader = _SingleReader<ReceivedBytes>()
-    private var buffer = _ReceiveBuffer(capacity: 64 * 1024)
+    // Confined to the loop thread. The buffer of the read in progress (between libuv's
+    // allocation callback and its read callback), nil between reads.
     private var current: _ByteStorage?
+    // Confined to the loop thread.
+    private var limits = Limits()
+    // Confined to the loop thread (`queuedBytes` mirrors it for other threads).
+    private var queued = 0
+    private let queuedBytes = Synchronization.Atomic<Int>(0)
+    // Confined to the loop thread. When the queued bytes last moved (or started waiting), and
+    // when anything was last read or written, on `uv_hrtime`'s clock.
+    private var writeProgressAt: UInt64 = 0
+    private var activityAt: UInt64 = 0
+    // Confined to the loop thread. The pending timeout check, if any, and when it runs.
+    private var timeoutCheck: _LoopTimedAction?
+    private var timeoutCheckAt: UInt64 = 0
 
     private init(loop: EventLoop, local: SocketAddress, remote: SocketAddress) {
         self.loop = loop
@@ -190,17 +248,34 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
         bytes.lineBytes(maxLength: maxLength)
     }
 
-    /// Writes `bytes`, from any thread (writes from one thread go out in order).
+    /// Writes a copy of `bytes`, from any thread (writes from one thread go out in order).
     ///
     /// - Parameter completion: Called on the loop thread with nil once the bytes are written
     ///   to the socket, or with the error (`ECANCELED` if the connection was closed first,
-    ///   `EPIPE` once it is shutting down). Called at once on the calling thread with
-    ///   `UVError.loopStopped` if the loop had stopped.
+    ///   `EPIPE` once it is shutting down, `ENOBUFS` if `Limits.writeHighWaterMark` refused
+    ///   them). Called at once on the calling thread with `UVError.loopStopped` if the loop had
+    ///   stopped.
     public func write(_ bytes: some Sequence<UInt8>, completion: ((UVError?) -> Void)? = nil) {
-        _SendRequest(bytes, completion).submit(to: self) { [self] request in
-            uv_write(request.writeRequest, stream, &request.buffer, 1) { req, status in
-                _SendRequest.finished(req!.pointee.data, status)
-            }
+        submit(_SendRequest(bytes, completion))
+    }
+
+    /// Writes `bytes` without copying them (a `ReceivedBytes` is never modified, so many
+    /// connections can send one buffer); see `write(_:completion:)`.
+    public func write(_ bytes: ReceivedBytes, completion: ((UVError?) -> Void)? = nil) {
+        submit(_SendRequest(sharing: bytes, completion))
+    }
+
+    /// The bytes written and not yet taken by the peer (or failed), from any thread.
+    public var queuedWriteBytes: Int { queuedBytes.load(ordering: .relaxed) }
+
+    /// Sets the connection's bounds, from any thread (on the loop thread, at once).
+    public func setLimits(_ limits: Limits) {
+        _ = loop.onLoopThread { [self] in
+            self.limits = limits
+            let now = uv_hrtime()
+            writeProgressAt = now
+            activityAt = now
+            scheduleTimeoutCheck()
         }
     }
 
@@ -214,7 +289,85 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
         UnsafeMutableRawPointer(handle!).assumingMemoryBound(to: uv_stream_t.self)
     }
 
-    func handleWillClose(interrupted: Bool) { reader.finish(interrupted: interrupted) }
+    func handleWillClose(interrupted: Bool) {
+        timeoutCheck?.dispose()
+        timeoutCheck = nil
+        reader.finish(interrupted: interrupted)
+    }
+
+    private func submit(_ request: _SendRequest) {
+        request.submit(to: self) { [self] request in
+            let count = request.count
+            if let mark = limits.writeHighWaterMark, queued > 0, queued + count > mark {
+                return Int32(UV_ENOBUFS.rawValue)
+            }
+            let status = uv_write(request.writeRequest, stream, &request.buffer, 1) { req, status in
+                _SendRequest.finished(req!.pointee.data, status)
+            }
+            guard status >= 0 else { return status }
+            if queued == 0 { writeProgressAt = uv_hrtime() }
+            queued += count
+            queuedBytes.store(queued, ordering: .relaxed)
+            request.settled = { [weak self] in self?.written(count) }
+            scheduleTimeoutCheck()
+            return status
+        }
+    }
+
+    /// A write finished (sent, failed or cancelled): its bytes are no longer queued.
+    private func written(_ count: Int) {
+        queued -= count
+        queuedBytes.store(queued, ordering: .relaxed)
+        let now = uv_hrtime()
+        writeProgressAt = now
+        activityAt = now
+    }
+
+    /// Makes sure a check runs by the earliest deadline of the limits; the check closes the
+    /// connection if one has passed, and schedules the next.
+    private func scheduleTimeoutCheck() {
+        guard handle != nil, let deadline = nextTimeout() else { return }
+        if timeoutCheck != nil && timeoutCheckAt <= deadline { return }
+        timeoutCheck?.dispose()
+        let check = _LoopTimedAction(
+            { [weak self] in
+                self?.timeoutCheck = nil
+                self?.checkTimeouts()
+            }, interval: 0, loop: loop)
+        timeoutCheck = check
+        timeoutCheckAt = deadline
+        loop.internalTimers().insert(check, at: deadline)
+    }
+
+    /// The earliest time at which a limit could be passed, if any limit applies now.
+    private func nextTimeout() -> UInt64? {
+        var earliest: UInt64?
+        if let seconds = limits.writeTimeout, queued > 0 {
+            earliest = writeProgressAt &+ UInt64(seconds * 1e9)
+        }
+        if let seconds = limits.idleTimeout {
+            let idle = activityAt &+ UInt64(seconds * 1e9)
+            earliest = min(earliest ?? idle, idle)
+        }
+        return earliest
+    }
+
+    private func checkTimeouts() {
+        guard handle != nil else { return }
+        let now = uv_hrtime()
+        if let seconds = limits.writeTimeout, queued > 0, now >= writeProgressAt &+ UInt64(seconds * 1e9) {
+            return timeOut("the peer took none of \(queued) queued bytes for \(seconds) s (writeTimeout)")
+        }
+        if let seconds = limits.idleTimeout, now >= activityAt &+ UInt64(seconds * 1e9) {
+            return timeOut("nothing read or written for \(seconds) s (idleTimeout)")
+        }
+        scheduleTimeoutCheck()
+    }
+
+    private func timeOut(_ reason: String) {
+        reader.fail(UVError(code: Int32(UV_ETIMEDOUT.rawValue), operation: "TCPConnection: \(reason)"))
+        closeOnLoop(interrupted: false)
+    }
 
     private func stopReading() {
         if handle != nil { uv_read_stop(stream) }
@@ -225,9 +378,7 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
             stream,
             { handle, _, buf in
                 let connection = TCPConnection.owner(of: handle)
-                // Drop this reference first, or the buffer never looks free for reuse.
-                connection.current = nil
-                let storage = connection.buffer.next()
+                let storage = connection.loop.sharedReadBuffer.next()
                 connection.current = storage
                 buf!.pointee = uv_buf_init(storage.base.assumingMemoryBound(to: CChar.self), UInt32(storage.capacity))
             },
@@ -238,8 +389,13 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
     }
 
     private func received(_ count: Int) {
-        if count > 0, let current {
-            reader.observer?.send(value: ReceivedBytes(storage: current, range: 0..<count))
+        // Between reads the connection holds no buffer: the loop's shared one is free again
+        // unless an observer kept a view of it.
+        let storage = current
+        current = nil
+        if count != 0 { activityAt = uv_hrtime() }
+        if count > 0, let storage {
+            reader.observer?.send(value: ReceivedBytes(storage: storage, range: 0..<count))
         } else if count == Int(UV_EOF.rawValue) {
             reader.finish(interrupted: false)
             closeAfterPendingWrites()

@@ -197,26 +197,51 @@ extension UnsafeMutablePointer {
 /// callback), the request and the completion.
 final class _SendRequest: @unchecked Sendable {  // Handed to the loop thread once.
     private let bytes: UnsafeMutableRawBufferPointer
+    /// The buffer `bytes` views when the request sends bytes it does not own (no copy).
+    private let shared: _ByteStorage?
     var buffer: uv_buf_t
     private let completion: ((UVError?) -> Void)?
     private let request: UnsafeMutableRawPointer
+    /// Called once libuv has taken the request, when it finishes (before the completion): the
+    /// owner's accounting of queued bytes. Loop thread.
+    var settled: (() -> Void)?
 
     init(_ source: some Sequence<UInt8>, _ completion: ((UVError?) -> Void)?) {
         let array = Array(source)
         let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(array.count, 1), alignment: 1)
         array.withUnsafeBytes { copy.copyMemory(from: $0) }
         bytes = copy
+        shared = nil
         buffer = uv_buf_init(copy.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(array.count))
         self.completion = completion
-        let size = max(MemoryLayout<uv_udp_send_t>.size, MemoryLayout<uv_write_t>.size)
-        request = .allocate(byteCount: size, alignment: 16)
+        request = _SendRequest.allocateRequest()
         request.assumingMemoryBound(to: uv_req_t.self).pointee.data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    /// A request that sends `source` without copying it: it keeps `source`'s buffer alive, and a
+    /// `ReceivedBytes` buffer is never written once made.
+    init(sharing source: ReceivedBytes, _ completion: ((UVError?) -> Void)?) {
+        shared = source.storage
+        bytes = UnsafeMutableRawBufferPointer(start: source.storage.base + source.startIndex, count: source.count)
+        buffer = uv_buf_init(
+            (source.storage.base + source.startIndex).assumingMemoryBound(to: CChar.self), UInt32(source.count))
+        self.completion = completion
+        request = _SendRequest.allocateRequest()
+        request.assumingMemoryBound(to: uv_req_t.self).pointee.data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    private static func allocateRequest() -> UnsafeMutableRawPointer {
+        let size = max(MemoryLayout<uv_udp_send_t>.size, MemoryLayout<uv_write_t>.size)
+        return .allocate(byteCount: size, alignment: 16)
     }
 
     deinit {
         request.deallocate()
-        bytes.deallocate()
+        if shared == nil { bytes.deallocate() }
     }
+
+    /// The number of bytes sent.
+    var count: Int { Int(buffer.len) }
 
     var udpRequest: UnsafeMutablePointer<uv_udp_send_t> { request.assumingMemoryBound(to: uv_udp_send_t.self) }
     var writeRequest: UnsafeMutablePointer<uv_write_t> { request.assumingMemoryBound(to: uv_write_t.self) }
@@ -236,7 +261,9 @@ final class _SendRequest: @unchecked Sendable {  // Handed to the loop thread on
 
     /// The libuv callback's end of `submit`: releases the request and reports `status`.
     static func finished(_ data: UnsafeMutableRawPointer?, _ status: Int32) {
-        Unmanaged<_SendRequest>.fromOpaque(data!).takeRetainedValue().finish(status)
+        let request = Unmanaged<_SendRequest>.fromOpaque(data!).takeRetainedValue()
+        request.settled?()
+        request.finish(status)
     }
 
     private func finish(_ status: Int32) {
