@@ -55,9 +55,16 @@ public final class TCPListener: _LoopOwnedHandle, @unchecked Sendable {  // Vars
 
     deinit { closeOrphanedHandle() }
 
+    /// Connections that arrived but could not be accepted (the process was out of descriptors,
+    /// or the client reset the connection first), from any thread. The listener goes on
+    /// accepting.
+    public var acceptFailures: Int { failedAccepts.load(ordering: .relaxed) }
+    private let failedAccepts = Synchronization.Atomic<Int>(0)
+
     /// The accepted connections, on the loop thread, while the producer runs (one run at a
     /// time; a second concurrent start fails with `EALREADY`). Completes when the listener is
-    /// closed, is interrupted when the loop stops, and fails if accepting fails (`EMFILE`, say).
+    /// closed and is interrupted when the loop stops. A connection that cannot be accepted does
+    /// not end the run: it is counted in `acceptFailures`.
     public var connections: SignalProducer<TCPConnection, UVError> {
         reader.producer(
             "TCPListener.connections", loop: loop, isOpen: { [weak self] in self?.handle != nil },
@@ -77,9 +84,7 @@ public final class TCPListener: _LoopOwnedHandle, @unchecked Sendable {  // Vars
     func handleWillClose(interrupted: Bool) { reader.finish(interrupted: interrupted) }
 
     private func connectionArrived(_ status: Int32) {
-        if status < 0 {
-            return reader.fail(UVError(code: status, operation: "TCPListener.connections (accept)"))
-        }
+        if status < 0 { return acceptFailed() }
         connectionWaiting = true
         acceptWaiting()
     }
@@ -97,8 +102,15 @@ public final class TCPListener: _LoopOwnedHandle, @unchecked Sendable {  // Vars
             }
             observer.send(value: try TCPConnection.adopting(client, on: loop))
         } catch {
-            reader.fail(error)
+            acceptFailed()
         }
+    }
+
+    /// A connection could not be accepted: out of descriptors (libuv then takes the connection
+    /// off the backlog and closes it, so the loop does not spin), or the client reset it before
+    /// it was accepted. That client is lost; the listener goes on.
+    private func acceptFailed() {
+        failedAccepts.add(1, ordering: .relaxed)
     }
 }
 

@@ -18,8 +18,11 @@ import Synchronization
 ///   `TCPConnection.lineBytes`), parsed into the `Ingest` stage's table as they arrive; the
 ///   flush timer (`SignalProducer.timer` on a `LoopScheduler`), which swaps the table; the
 ///   signals; the Graphite connection and the Prometheus endpoint;
-/// - the flush queue (a serial `DispatchQueue`): summarising and formatting each flushed table,
-///   and writing the JSON-lines file. Ingestion never waits for it.
+/// - the flush queue (a serial `DispatchQueue`): summarising and formatting each flushed table.
+///   Ingestion never waits for it; a tick that finds the previous flush still being formatted
+///   is skipped (the table goes on accumulating, so nothing is lost) and counted;
+/// - the output writer (`OutputWriter`, a thread of its own): writing the JSON lines, so that a
+///   stalled file or pipe delays neither the other outputs nor ingestion nor the shutdown.
 final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to the loop; see each field.
     /// The checked flags.
     struct Configuration {
@@ -32,7 +35,13 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var prometheus: SocketAddress?
         var maxSeries: Int
         var expireAfter: UInt32
+        var tcpIdleTimeout: Double = 600
+        var graphiteMaxQueued = 16 << 20
     }
+
+    /// The most TCP clients connected at once; one beyond it is disconnected at once and
+    /// counted (`loopd.tcp_connections_refused`).
+    static let maxTCPConnections = 4096
 
     /// A failure to start, naming the flag and the value.
     struct StartupError: Error, CustomStringConvertible {
@@ -45,7 +54,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     let scheduler: LoopScheduler
     let udp: UDPSocket
     let tcp: TCPListener
-    let output: FileOutput  // Confined to flushQueue.
+    let output: OutputWriter
     let graphite: GraphiteOutput?
     let prometheus: PrometheusEndpoint?
     let flushQueue = DispatchQueue(label: "loopd.flush")
@@ -55,11 +64,19 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private let inputs = CompositeDisposable()
     private var connections: [ObjectIdentifier: TCPConnection] = [:]
     private var stopping = false
+    private var exiting = false
     private var flushTimer: (any Disposable)?
     private var reported = Ingest.Counts()
     private var kernelDropsAtStart: UInt64 = 0
     private var reportedKernelDrops: UInt64 = 0
     private var reportedOutputDrops: UInt64 = 0
+    // Whether a flush is being formatted on the flush queue.
+    private var formatting = false
+    private var skippedFlushes: UInt64 = 0
+    private var reportedSkippedFlushes: UInt64 = 0
+    private var refusedConnections: UInt64 = 0
+    private var reportedRefusedConnections: UInt64 = 0
+    private var reportedPrometheusRefused: UInt64 = 0
     private var latestKernelDrops: UInt64 = 0
     private let lastFlushNanoseconds = Atomic<UInt64>(0)  // Written by the flush queue, read on the loop.
 
@@ -74,25 +91,13 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             throw StartupError(description: "cannot create the event loop: \(error)")
         }
         scheduler = LoopScheduler(loop: loop)
-        output = try FileOutput(path: configuration.output)
-        let listen = configuration.listen
-        do {
-            udp = try UDPSocket(boundTo: listen, on: loop, receiveBufferSize: configuration.udpBuffer)
-        } catch {
-            throw StartupError(description: "--host/--port \(listen): cannot receive UDP there: \(error.message)")
-        }
-        // With --port 0, TCP takes the port the system gave UDP.
-        let tcpAddress = try! SocketAddress(host: udp.localAddress.host, port: udp.localAddress.port)
-        do {
-            tcp = try TCPListener(boundTo: tcpAddress, on: loop)
-        } catch {
-            udp.close()
-            throw StartupError(
-                description: "--host/--port \(tcpAddress): cannot listen for TCP there: \(error.message)")
-        }
+        output = OutputWriter(try FileOutput(path: configuration.output), logger: logger)
+        (udp, tcp) = try Self.openInputs(configuration, on: loop)
         let (loop, scheduler) = (loop, scheduler)
         if let address = configuration.graphite {
-            graphite = GraphiteOutput(to: address, on: loop, scheduler: scheduler, logger: logger)
+            graphite = GraphiteOutput(
+                to: address, on: loop, scheduler: scheduler, maxQueuedBytes: configuration.graphiteMaxQueued,
+                logger: logger)
         } else {
             graphite = nil
         }
@@ -108,6 +113,32 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             prometheus = nil
         }
         ingest = Ingest(maxLineLength: configuration.maxLine, maxSeries: configuration.maxSeries)
+    }
+
+    /// The UDP socket and the TCP listener, on one port. With `--port 0`, TCP takes the port the
+    /// system gave UDP; if that port is taken for TCP, another pair is tried (a few times).
+    private static func openInputs(_ configuration: Configuration, on loop: EventLoop) throws(StartupError) -> (
+        UDPSocket, TCPListener
+    ) {
+        let listen = configuration.listen
+        for attempt in 1...10 {
+            let udp: UDPSocket
+            do {
+                udp = try UDPSocket(boundTo: listen, on: loop, receiveBufferSize: configuration.udpBuffer)
+            } catch {
+                throw StartupError(description: "--host/--port \(listen): cannot receive UDP there: \(error.message)")
+            }
+            let tcpAddress = try! SocketAddress(host: udp.localAddress.host, port: udp.localAddress.port)
+            do {
+                return (udp, try TCPListener(boundTo: tcpAddress, on: loop))
+            } catch {
+                udp.close()
+                if listen.port == 0 && attempt < 10 && error.code == -EADDRINUSE { continue }
+                throw StartupError(
+                    description: "--host/--port \(tcpAddress): cannot listen for TCP there: \(error.message)")
+            }
+        }
+        preconditionFailure("Internal inconsistency: openInputs left its loop")
     }
 
     /// Runs until SIGTERM or SIGINT and the final flush.
@@ -167,9 +198,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         inputs += loop.signals(SIGTERM, SIGINT, SIGHUP).startWithValues { [self] signal in
             if signal == SIGHUP {
                 logger.info("SIGHUP: reopening \(configuration.output)")
-                flushQueue.async { [output, logger] in
-                    if let error = output.reopen() { logger.error("\(error)") }
-                }
+                output.reopen()
             } else {
                 stop(signal == SIGTERM ? "SIGTERM" : "SIGINT")
             }
@@ -177,6 +206,16 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     }
 
     private func accept(_ connection: TCPConnection, maxLine: Int) {
+        guard connections.count < Self.maxTCPConnections else {
+            refusedConnections += 1
+            if refusedConnections == 1 || refusedConnections.isMultiple(of: 1000) {
+                logger.warning(
+                    "\(Self.maxTCPConnections) TCP clients connected: disconnecting new ones (\(refusedConnections) so far)"
+                )
+            }
+            return connection.close()
+        }
+        if configuration.tcpIdleTimeout > 0 { connection.setLimits(.init(idleTimeout: configuration.tcpIdleTimeout)) }
         let id = ObjectIdentifier(connection)
         connections[id] = connection
         logger.debug("TCP connection from \(connection.remoteAddress)")
@@ -210,13 +249,26 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     }
 
     /// Ends the interval and hands the table to the flush queue; `completion` runs on the loop
-    /// thread once every output has been given the flush.
+    /// thread once every output has been given the flush and the JSON line is written (or
+    /// failed, or was dropped). A tick (no `completion`) while the previous flush is still being
+    /// formatted is skipped and counted: the interval goes on, so nothing is lost.
     private func flush(completion: (@Sendable () -> Void)?) {
+        if formatting && completion == nil {
+            skippedFlushes += 1
+            if skippedFlushes == 1 || skippedFlushes.isMultiple(of: 100) {
+                logger.warning(
+                    "a flush takes longer than --flush-interval \(configuration.flushInterval) s: skipping a tick (\(skippedFlushes) so far); the interval goes on"
+                )
+            }
+            return
+        }
+        formatting = true
         let started = DispatchTime.now().uptimeNanoseconds
         let table = ingest.endInterval(expireAfter: configuration.expireAfter)
         let counts = ingest.counts
         let drops = kernelDrops() &- kernelDropsAtStart
-        let outputDrops = output.droppedFlushes.load(ordering: .relaxed)
+        let outputDrops = output.output.droppedFlushes.load(ordering: .relaxed)
+        let refused = refusedConnections &+ UInt64(tcp.acceptFailures)
         func counter(_ name: String, _ total: UInt64, _ previous: UInt64) -> InternalMetric {
             InternalMetric(name: name, kind: .counter, value: Double(total &- previous), total: Double(total))
         }
@@ -228,12 +280,19 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             counter("loopd.prometheus_labels_renamed", counts.renamedLabels, reported.renamedLabels),
             counter("loopd.udp_kernel_drops", drops, reportedKernelDrops),
             counter("loopd.output_dropped_flushes", outputDrops, reportedOutputDrops),
+            counter("loopd.flushes_skipped", skippedFlushes, reportedSkippedFlushes),
+            counter("loopd.tcp_connections_refused", refused, reportedRefusedConnections),
             InternalMetric(name: "loopd.series", kind: .gauge, value: Double(table.count)),
             InternalMetric(name: "loopd.table_bytes", kind: .gauge, value: Double(table.storageBytes)),
             InternalMetric(
                 name: "loopd.flush_duration_ms", kind: .gauge,
                 value: Double(lastFlushNanoseconds.load(ordering: .relaxed)) / 1e6),
         ]
+        if let prometheus {
+            let total = prometheus.refusedConnections.load(ordering: .relaxed)
+            metrics.append(counter("loopd.prometheus_connections_refused", total, reportedPrometheusRefused))
+            reportedPrometheusRefused = total
+        }
         if let graphite {
             metrics.append(
                 counter("loopd.graphite_dropped_lines", graphite.droppedLines, graphite.reportedDroppedLines))
@@ -242,18 +301,22 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         reported = counts
         reportedKernelDrops = drops
         reportedOutputDrops = outputDrops
+        reportedSkippedFlushes = skippedFlushes
+        reportedRefusedConnections = refused
         let flush = Flush(
             table: table, timestamp: Self.wallClock(), intervalSeconds: configuration.flushInterval,
             internalMetrics: metrics)
         flushQueue.async { [self] in
             let summaries = flush.summaries()
-            if let error = output.write(JSONLinesFormat.format(flush, summaries)) { logger.error("\(error)") }
+            output.submit(JSONLinesFormat.format(flush, summaries)) { [loop] in
+                if let completion { _ = loop.execute(completion) }
+            }
             if let graphite { graphite.send(GraphiteFormat.format(flush, summaries)) }
             if let prometheus { prometheus.update(PrometheusFormat.format(flush, summaries)) }
             let duration = DispatchTime.now().uptimeNanoseconds - started
             lastFlushNanoseconds.store(duration, ordering: .relaxed)
             logger.trace("flushed \(summaries.count) series in \(Double(duration) / 1e6) ms")
-            if let completion { _ = loop.execute(completion) }
+            _ = loop.execute { [self] in formatting = false }
         }
     }
 
@@ -272,15 +335,32 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             udp.close()
             for connection in connections.values { connection.close() }
             connections = [:]
-            flush { [self] in
-                if let graphite {
-                    graphite.finish(within: 0.5) { [loop] in loop.stop() }
-                } else {
-                    loop.stop()
+            // Bounded: a stalled output delays the exit by `outputGrace` at most, Graphite by
+            // 0.5 s more.
+            flush { [self] in finishStopping() }
+            _ = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(Self.outputGrace)) { [self] in
+                if !exiting {
+                    logger.warning(
+                        "--output \(configuration.output): the final flush is not written yet; exiting without it")
                 }
+                finishStopping()
             }
         }
     }
+
+    /// The last step of the shutdown, once the final flush is written or its grace is over.
+    private func finishStopping() {
+        guard !exiting else { return }
+        exiting = true
+        if let graphite {
+            graphite.finish(within: 0.5) { [loop] in loop.stop() }
+        } else {
+            loop.stop()
+        }
+    }
+
+    /// How long the shutdown waits for the final JSON line to be written.
+    static let outputGrace = 2.0
 
     /// Reads what the UDP socket's buffer still holds, without waiting.
     private func drainUDP() {

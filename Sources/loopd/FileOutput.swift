@@ -1,3 +1,5 @@
+import Dispatch
+import Logging
 import Synchronization
 
 #if canImport(Glibc)
@@ -142,4 +144,64 @@ final class FileOutput: @unchecked Sendable {  // Confined to the flush queue (s
     }
 
     private static func lastError() -> String { String(cString: strerror(errno)) }
+}
+
+/// The JSON-lines output on a thread of its own, so that a stalled file or pipe (a reader of
+/// standard output that stopped reading) delays no other output, no ingestion and no shutdown.
+///
+/// Bound: one line being written and one waiting. A newer flush replaces the waiting line, and
+/// the replaced one counts as dropped (`FileOutput.droppedFlushes`, reported as
+/// `loopd.output_dropped_flushes`).
+final class OutputWriter: Sendable {
+    let output: FileOutput
+    private let queue = DispatchQueue(label: "loopd.output")
+    private let logger: Logger
+    /// Whether a line is being written, and the line waiting behind it with what to call once it
+    /// is written or dropped.
+    private let state = Mutex<(busy: Bool, waiting: (line: [UInt8], done: @Sendable () -> Void)?)>((false, nil))
+
+    init(_ output: FileOutput, logger: Logger) {
+        self.output = output
+        self.logger = logger
+    }
+
+    /// Writes `line` after the line in progress, if any; `done` runs (on the writer's thread)
+    /// once it is written, failed or dropped. From any thread.
+    func submit(_ line: [UInt8], done: @escaping @Sendable () -> Void) {
+        let (start, replaced): (Bool, (@Sendable () -> Void)?) = state.withLock { state in
+            guard state.busy else {
+                state.busy = true
+                return (true, nil)
+            }
+            let replaced = state.waiting?.done
+            state.waiting = (line, done)
+            return (false, replaced)
+        }
+        if let replaced {
+            output.droppedFlushes.add(1, ordering: .relaxed)
+            logger.warning("--output \(output.path): still writing an earlier flush; a waiting flush is dropped")
+            replaced()
+        }
+        if start { queue.async { [self] in write(line, done) } }
+    }
+
+    /// Reopens the file after the line in progress (SIGHUP).
+    func reopen() {
+        queue.async { [self] in
+            if let error = output.reopen() { logger.error("\(error)") }
+        }
+    }
+
+    private func write(_ line: [UInt8], _ done: @escaping @Sendable () -> Void) {
+        var next: (line: [UInt8], done: @Sendable () -> Void)? = (line, done)
+        while let current = next {
+            if let error = output.write(current.line) { logger.error("\(error)") }
+            current.done()
+            next = state.withLock { state in
+                defer { state.waiting = nil }
+                if state.waiting == nil { state.busy = false }
+                return state.waiting
+            }
+        }
+    }
 }

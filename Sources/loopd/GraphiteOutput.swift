@@ -4,16 +4,28 @@ import ReactiveLoopUV
 
 /// Sends each flush, as Graphite plaintext, to a carbon receiver over one TCP connection.
 ///
-/// While the receiver is down, flushes wait in a queue of at most `maxQueuedBytes`; beyond it
-/// the oldest are dropped and their lines counted (`loopd.graphite_dropped_lines`). The
-/// connection is retried with exponential backoff, from 100 ms to 10 s. A chunk whose write
+/// Bounds, whatever the receiver does (down, restarting, accepting and never reading):
+/// - at most `maxInFlightBytes` are handed to the connection and not yet taken by the receiver;
+/// - the rest waits in a queue; the queue and the bytes in flight hold at most `maxQueuedBytes`
+///   (or one flush, if a single flush is larger), and beyond it the oldest flushes are dropped
+///   and their lines counted (`loopd.graphite_dropped_lines`);
+/// - a receiver that takes none of the bytes in flight for `writeTimeout` seconds is dropped,
+///   and the connection made anew.
+/// The connection is retried with exponential backoff, from 100 ms to 10 s. A chunk whose write
 /// fails is sent again after reconnecting: carbon keeps one value per timestamp, so a repeat
-/// is harmless where a loss is not.
+/// is harmless where a loss is not. The output runs on the loop, so it never delays another
+/// output, and the shutdown waits for it for a bounded time (`finish(within:_:)`).
 final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined to the loop thread.
     /// The receiver.
     let address: SocketAddress
-    /// The most bytes kept while the receiver is unreachable.
-    static let maxQueuedBytes = 16 << 20
+    /// The most bytes kept while the receiver is unreachable or slow (queued and in flight):
+    /// `--graphite-max-queued`.
+    let maxQueuedBytes: Int
+    /// The most bytes handed to the connection and not yet taken by the receiver.
+    static let maxInFlightBytes = 1 << 20
+    /// Seconds the receiver may take none of the bytes in flight before the connection is
+    /// dropped and made anew.
+    static let writeTimeout = 30.0
 
     private let loop: EventLoop
     private let scheduler: LoopScheduler
@@ -23,6 +35,7 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
     private var queue: [[UInt8]] = []
     private var queuedBytes = 0
     private var inFlight: [[UInt8]] = []
+    private var inFlightBytes = 0
     private var backoff = 0.1
     private var failures = 0
     private var finishing: (() -> Void)?
@@ -31,8 +44,11 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
     private(set) var droppedLines: UInt64 = 0
     var reportedDroppedLines: UInt64 = 0
 
-    init(to address: SocketAddress, on loop: EventLoop, scheduler: LoopScheduler, logger: Logger) {
+    init(
+        to address: SocketAddress, on loop: EventLoop, scheduler: LoopScheduler, maxQueuedBytes: Int, logger: Logger
+    ) {
         self.address = address
+        self.maxQueuedBytes = maxQueuedBytes
         self.loop = loop
         self.scheduler = scheduler
         self.logger = logger
@@ -45,12 +61,18 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
         _ = loop.execute { [self] in
             queue.append(bytes)
             queuedBytes += bytes.count
-            while queuedBytes > Self.maxQueuedBytes, queue.count > 1 {
-                let dropped = queue.removeFirst()
-                queuedBytes -= dropped.count
-                droppedLines += UInt64(dropped.lazy.filter { $0 == UInt8(ascii: "\n") }.count)
-            }
+            keepBound()
             pump()
+        }
+    }
+
+    /// Drops the oldest queued flushes while the queue and the bytes in flight pass the bound
+    /// (the newest flush is always kept), counting their lines.
+    private func keepBound() {
+        while queuedBytes + inFlightBytes > maxQueuedBytes, queue.count > 1 {
+            let dropped = queue.removeFirst()
+            queuedBytes -= dropped.count
+            droppedLines += UInt64(dropped.lazy.filter { $0 == UInt8(ascii: "\n") }.count)
         }
     }
 
@@ -79,6 +101,7 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
             case let .value(connection):
                 if failures > 0 { logger.info("connected to Graphite at \(address)") }
                 self.connection = connection
+                connection.setLimits(.init(writeTimeout: Self.writeTimeout))
                 backoff = 0.1
                 failures = 0
                 // Carbon sends nothing back; the end of its stream is the end of the connection.
@@ -115,23 +138,27 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
         guard !closed else { return }
         logger.warning("lost the Graphite connection to \(address) (\(reason)); reconnecting")
         queue.insert(contentsOf: inFlight, at: 0)
-        queuedBytes += inFlight.reduce(0) { $0 + $1.count }
+        queuedBytes += inFlightBytes
         inFlight = []
+        inFlightBytes = 0
+        keepBound()
         failures = 1
         retryLater()
     }
 
     private func pump() {
         guard let connection else { return }
-        while !queue.isEmpty {
+        while !queue.isEmpty && (inFlightBytes < Self.maxInFlightBytes || inFlight.isEmpty) {
             let chunk = queue.removeFirst()
             queuedBytes -= chunk.count
             inFlight.append(chunk)
+            inFlightBytes += chunk.count
             connection.write(chunk) { [self] error in
                 if let error {
                     disconnected(connection, because: "\(error)")
                 } else if !inFlight.isEmpty && connection === self.connection {
-                    inFlight.removeFirst()
+                    inFlightBytes -= inFlight.removeFirst().count
+                    pump()
                 }
                 checkFinished()
             }

@@ -58,6 +58,18 @@ struct Loopd: ParsableCommand {
         help: "Flush intervals without data after which a series is forgotten (0: never).")
     var expireAfter = 6
 
+    @Option(
+        name: .customLong("tcp-idle-timeout"), parsing: .unconditional,
+        help: "Seconds a TCP client may send nothing before it is disconnected (0: never).")
+    var tcpIdleTimeout = 600.0
+
+    @Option(
+        name: .customLong("graphite-max-queued"), parsing: .unconditional,
+        help:
+            "The most bytes of Graphite lines kept while the receiver is down or slow; the oldest flushes beyond it are dropped and counted."
+    )
+    var graphiteMaxQueued = 16 << 20
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
@@ -78,6 +90,12 @@ struct Loopd: ParsableCommand {
             expireAfter >= 0 && expireAfter <= Int(UInt32.max),
             "--expire-after must be in 0...\(UInt32.max), got \(expireAfter)")
         try check(
+            tcpIdleTimeout.isFinite && tcpIdleTimeout >= 0 && tcpIdleTimeout <= 86400,
+            "--tcp-idle-timeout must be in 0...86400 seconds, got \(tcpIdleTimeout)")
+        try check(
+            graphiteMaxQueued >= 1024 && graphiteMaxQueued <= 1 << 40,
+            "--graphite-max-queued must be in 1024...\(1 << 40) bytes, got \(graphiteMaxQueued)")
+        try check(
             Logger.Level(rawValue: logLevel) != nil,
             "--log-level must be one of trace, debug, info, notice, warning, error, critical; got \(logLevel)")
         try check(!output.isEmpty, "--output must be a file path or -, got an empty string")
@@ -97,7 +115,8 @@ struct Loopd: ParsableCommand {
                 udpBuffer: udpBuffer, maxLine: maxLine, flushInterval: flushInterval, output: output,
                 graphite: try graphite.map { try Daemon.address($0, flag: "--graphite") },
                 prometheus: try prometheus.map { try Daemon.address($0, flag: "--prometheus") },
-                maxSeries: maxSeries, expireAfter: UInt32(expireAfter))
+                maxSeries: maxSeries, expireAfter: UInt32(expireAfter),
+                tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued)
         } catch let error as Daemon.StartupError {
             throw ValidationError(error.description)
         }

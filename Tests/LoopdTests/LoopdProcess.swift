@@ -23,7 +23,10 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
 
     /// Starts loopd with `arguments` (plus --port 0 and an --output in a fresh folder unless
     /// given) and waits for its "listening on" log line.
-    init(_ arguments: [String] = [], flushInterval: Double = 0.1, waitForListening: Bool = true) throws {
+    init(
+        _ arguments: [String] = [], flushInterval: Double = 0.1, waitForListening: Bool = true,
+        standardOutput: FileHandle = .nullDevice
+    ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("loopd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         output = directory.appendingPathComponent("flushes.jsonl")
@@ -33,7 +36,7 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
         if !all.contains("--flush-interval") { all += ["--flush-interval", "\(flushInterval)"] }
         process.executableURL = Self.binary
         process.arguments = all
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = standardOutput
         process.standardError = stderrPipe
         stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let chunk = handle.availableData
@@ -82,6 +85,14 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
         kill(process.processIdentifier, signal)
         if signal == SIGTERM || signal == SIGINT { waitForExit() }
         return Date().timeIntervalSince(start)
+    }
+
+    /// loopd's resident memory, in bytes (0 once it has exited).
+    var residentBytes: Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/statm", encoding: .utf8)
+        else { return 0 }
+        let fields = text.split(separator: " ")
+        return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
     func waitForExit(seconds: Double = 20) {

@@ -1,0 +1,184 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A TCP listener on a loopback port that plays a Graphite receiver: it accepts when told, reads
+/// or not, and closes as a restarting carbon does.
+final class FakeReceiver {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    private(set) var port = 0
+
+    init() throws {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, 4)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound, listen(fd, 16) == 0 else { throw LoopdTestError.missing("a loopback listener: errno \(errno)") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(fd) }
+
+    /// Accepts one connection, waiting at most `seconds`; -1 if none came.
+    func accept(seconds: Double = 10) -> Int32 {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, Int32(seconds * 1000)) == 1 else { return -1 }
+        return Glibc.accept(fd, nil, nil)
+    }
+
+    /// Reads what `connection` has until nothing comes for `quiet` seconds, or for one second.
+    static func drain(_ connection: Int32, quiet: Double = 0.3) -> String {
+        var timeout = timeval(tv_sec: 0, tv_usec: Int(quiet * 1e6))
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var received = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = Date().addingTimeInterval(1)
+        while Date() < deadline {
+            let count = recv(connection, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+}
+
+/// loopd played from the other side: receivers that restart or never read, clients that never
+/// read their response, an output nobody reads. Bounded in count and time; loopback only.
+@Suite("Hostile: loopd's outputs", .serialized)
+struct HostileLoopdOutputTests {
+    @Test func aGraphiteReceiverThatRestartsDoesNotKillLoopd() throws {
+        let receiver = try FakeReceiver()
+        let loopd = try LoopdProcess(["--graphite", "127.0.0.1:\(receiver.port)"])
+        let udp = UDPSender(port: loopd.port)
+        for restart in 0..<3 {
+            let connection = receiver.accept()
+            try #require(connection >= 0, "restart \(restart): loopd did not connect")
+            udp.send("restart.count:1|c")
+            #expect(eventually(seconds: 10) { FakeReceiver.drain(connection).contains("restart.count") })
+            // Carbon restarts: its end closes; it comes back on the same port.
+            close(connection)
+        }
+        let again = receiver.accept()
+        #expect(again >= 0, "loopd reconnected after the last restart")
+        close(again)
+        #expect(loopd.process.isRunning, "loopd is alive: \(loopd.log())")
+        #expect(loopd.signal(SIGTERM) < 5)
+        #expect(loopd.process.terminationStatus == 0)
+    }
+
+    @Test func aGraphiteReceiverThatNeverReadsKeepsLoopdsMemoryBounded() throws {
+        let receiver = try FakeReceiver()
+        let loopd = try LoopdProcess(
+            ["--graphite", "127.0.0.1:\(receiver.port)", "--graphite-max-queued", "\(4 << 20)"], flushInterval: 0.05)
+        let connection = receiver.accept()
+        try #require(connection >= 0)
+        defer { close(connection) }
+        let udp = UDPSender(port: loopd.port)
+        // 20,000 series, kept fresh: each flush is about 1.5 MB of Graphite text nobody reads.
+        let datagrams = (0..<1000).map { batch in
+            (0..<20).map { "stalled.graphite.series.\(batch * 20 + $0):1|c\n" }.joined()
+        }
+        for datagram in datagrams { udp.send(datagram) }
+        try loopd.waitForLines(20_000)
+        let settled = loopd.residentBytes
+        let end = Date().addingTimeInterval(3)  // About 60 flushes, 90 MB offered.
+        while Date() < end {
+            for datagram in datagrams { udp.send(datagram) }
+            usleep(100_000)
+        }
+        let grown = loopd.residentBytes - settled
+        #expect(grown < 48 << 20, "loopd grew by \(grown >> 20) MiB")
+        #expect(loopd.process.isRunning)
+        let stopped = loopd.signal(SIGTERM)
+        #expect(stopped < 5, "SIGTERM took \(stopped) s with a stalled receiver")
+        let dropped = Totals(try loopd.flushes()).counters["loopd.graphite_dropped_lines"] ?? 0
+        #expect(dropped > 0, "the lines over the bound are counted")
+    }
+
+    @Test func prometheusClientsThatNeverReadHoldNoCopyEachAndOthersAreServed() throws {
+        let loopd = try LoopdProcess(["--prometheus", "127.0.0.1:0"], flushInterval: 0.2)
+        let line = try loopd.waitForLog("serving Prometheus metrics at http://")
+        let port = Int(line.split(separator: ":").last!.split(separator: "/").first!)!
+        let udp = UDPSender(port: loopd.port)
+        for batch in 0..<500 {
+            udp.send((0..<20).map { "exposed.series.number.\(batch * 20 + $0):1|c\n" }.joined())
+        }
+        try loopd.waitForLines(10_000)
+        usleep(500_000)
+        let settled = loopd.residentBytes
+        // 300 clients ask and never read a byte of the answer.
+        var stalled: [TCPClient] = []
+        for _ in 0..<300 {
+            guard let client = try? TCPClient(port: port) else { break }
+            var small: Int32 = 4096
+            setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &small, 4)
+            client.send("GET /metrics HTTP/1.1\r\n\r\n")
+            stalled.append(client)
+        }
+        usleep(1_000_000)
+        let grown = loopd.residentBytes - settled
+        #expect(grown < 32 << 20, "loopd grew by \(grown >> 20) MiB for 300 stalled clients")
+        // The stalled clients hold at most the connection bound; after the write timeout
+        // (10 s) they are gone, and a reading client is served.
+        stalled = []
+        let reader = try TCPClient(port: port)
+        reader.send("GET /metrics HTTP/1.1\r\n\r\n")
+        let response = String(decoding: reader.readToEnd(seconds: 15).bytes, as: UTF8.self)
+        #expect(response.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(loopd.signal(SIGTERM) < 5)
+        let refused = Totals(try loopd.flushes()).counters["loopd.prometheus_connections_refused"] ?? 0
+        #expect(refused > 0, "clients beyond the bound are counted")
+    }
+
+    @Test func aStalledStandardOutputDelaysNoOtherOutputNorSIGTERM() throws {
+        // Standard output is a pipe nobody reads: its buffer fills, and writes block.
+        let pipe = Pipe()
+        let loopd = try LoopdProcess(
+            ["--output", "-", "--prometheus", "127.0.0.1:0"], flushInterval: 0.05,
+            standardOutput: pipe.fileHandleForWriting)
+        let line = try loopd.waitForLog("serving Prometheus metrics at http://")
+        let port = Int(line.split(separator: ":").last!.split(separator: "/").first!)!
+        let udp = UDPSender(port: loopd.port)
+        // Enough series that the pipe (64 KiB) fills within a few flushes.
+        for batch in 0..<200 {
+            udp.send((0..<20).map { "stdout.stall.series.\(batch * 20 + $0):1|c\n" }.joined())
+        }
+        usleep(1_500_000)
+        func linesReceived() -> Double? {
+            guard let client = try? TCPClient(port: port) else { return nil }
+            client.send("GET /metrics HTTP/1.1\r\n\r\n")
+            let text = String(decoding: client.readToEnd().bytes, as: UTF8.self)
+            guard let found = text.split(separator: "\n").first(where: { $0.hasPrefix("loopd_lines_received") })
+            else { return nil }
+            return Double(found.split(separator: " ").last ?? "")
+        }
+        let before = try #require(linesReceived())
+        udp.send("after.the.stall:1|c")
+        #expect(eventually(seconds: 10) { (linesReceived() ?? 0) > before }, "Prometheus kept flushing")
+        let stopped = loopd.signal(SIGTERM)
+        #expect(stopped < 6, "SIGTERM took \(stopped) s with a stalled standard output")
+        #expect(!loopd.process.isRunning)
+        #expect(loopd.log().contains("output_dropped") || loopd.log().contains("dropped"))
+        pipe.fileHandleForReading.closeFile()
+    }
+}
+
+/// Polls `condition` until it holds or `seconds` pass.
+func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        if Date() > deadline { return false }
+        usleep(10_000)
+    }
+    return true
+}
