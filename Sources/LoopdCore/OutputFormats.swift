@@ -150,8 +150,8 @@ public enum GraphiteFormat {
 /// `key="true"`), their names renamed to ones Prometheus accepts and does not reserve (see
 /// `labelName(_:kind:)`). Counters are cumulative (`counter`, the count since the series was created);
 /// gauges and sets are `gauge`s (a set: the distinct members of the last interval); timers,
-/// histograms and distributions are `summary`s: the last interval's quantiles (NaN without
-/// samples), with `_sum` and `_count` since creation. A name that a series of another kind has
+/// histograms and distributions are `summary`s: the last interval's quantiles (none after an
+/// interval without samples), with `_sum` and `_count` since creation. A name that a series of another kind has
 /// already taken (a summary's `_sum` and `_count` included) is skipped, as Prometheus allows one
 /// type per name, and so is a series whose name and labels repeat an earlier one's: whatever
 /// the tags, the exposition is one Prometheus can scrape.
@@ -244,11 +244,14 @@ public enum PrometheusFormat {
             case .counter: sample("", nil, summary.total)
             case .gauge: sample("", nil, summary.value)
             default:
-                let stats = summary.stats
-                for (quantile, value) in [
-                    ("0.5", stats?.p50), ("0.9", stats?.p90), ("0.95", stats?.p95), ("0.99", stats?.p99),
-                ] {
-                    sample("", "quantile=\"\(quantile)\"", value ?? .nan)
+                // An interval without samples has no quantiles: they are left out (a summary
+                // may have none), never shown as NaN.
+                if let stats = summary.stats {
+                    for (quantile, value) in [
+                        ("0.5", stats.p50), ("0.9", stats.p90), ("0.95", stats.p95), ("0.99", stats.p99),
+                    ] {
+                        sample("", "quantile=\"\(quantile)\"", value)
+                    }
                 }
                 sample("_sum", nil, summary.totalSum)
                 sample("_count", nil, summary.total)

@@ -103,7 +103,10 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
     /// The flushes written so far, parsed.
     func flushes(_ file: URL? = nil) throws -> [[String: Any]] {
         guard let data = try? Data(contentsOf: file ?? output) else { return [] }
-        return try String(decoding: data, as: UTF8.self).split(separator: "\n").map {
+        // A line still being written (no newline yet) is not a flush yet.
+        var text = String(decoding: data, as: UTF8.self)
+        if let end = text.lastIndex(of: "\n") { text = String(text[...end]) } else { text = "" }
+        return try text.split(separator: "\n").map {
             try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
         }
     }
