@@ -392,7 +392,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     func internalTimers() -> _LoopTimers {
         assertInEventLoop()
         if let runtimeTimers { return runtimeTimers }
-        let made = _LoopTimers(loop: self, descriptor: clibuv_timerfd_create())
+        let made = _LoopTimers(loop: self)
         runtimeTimers = made
         return made
     }
@@ -418,14 +418,19 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
 
     /// Closes `handle` whose owner was freed before the loop first ran (the owner's `deinit`).
     /// The handle's descriptor is closed at once when a thread can borrow the loop.
-    func closeOrphan(_ handle: UnsafeMutablePointer<uv_handle_t>) {
+    /// `descriptor`, if not -1, is closed right after (a timerfd that the handle polled).
+    func closeOrphan(_ handle: UnsafeMutablePointer<uv_handle_t>, thenClosing descriptor: Int32 = -1) {
         let raw = _Unchecked(handle)
-        _ = onLoopThread { [self] in
+        let accepted = onLoopThread { [self] in
             owners[UnsafeMutableRawPointer(raw.value)] = nil
-            guard uv_is_closing(raw.value) == 0 else { return }
-            raw.value.pointee.data = nil
-            uv_close(raw.value) { UnsafeMutableRawPointer($0!).deallocate() }
+            if uv_is_closing(raw.value) == 0 {
+                raw.value.pointee.data = nil
+                uv_close(raw.value) { UnsafeMutableRawPointer($0!).deallocate() }
+            }
+            if descriptor >= 0 { Glibc.close(descriptor) }
         }
+        // A stopped loop closed the handle already.
+        if !accepted && descriptor >= 0 { Glibc.close(descriptor) }
     }
 
     private func shutDown() {

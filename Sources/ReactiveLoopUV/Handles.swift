@@ -71,11 +71,11 @@ extension _LoopOwnedHandle {
     /// For `deinit`: closes a handle still open, which only an owner released before its loop
     /// first ran can have; a run of its input ends with `interrupted`. (A run does not keep
     /// its owner alive: the loop does that, from its first run.)
-    func closeOrphanedHandle() {
+    func closeOrphanedHandle(thenClosing descriptor: Int32 = -1) {
         guard let handle else { return }
         self.handle = nil
         handleWillClose(interrupted: true)
-        loop.closeOrphan(handle)
+        loop.closeOrphan(handle, thenClosing: descriptor)
     }
 
     /// The owner of a handle, in a libuv callback.

@@ -39,11 +39,8 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     /// The loop the actions run on.
     public let loop: EventLoop
     private let clock: _WallClockMapping
-    // Confined to the loop thread. The timed actions and their timer; made on first use.
-    private var timers: _LoopTimers?
-    /// Tests: the result to use instead of creating the timerfd (a negative errno forces the
-    /// libuv-timer fallback). Set before the first timed action.
-    var timerDescriptorForTesting: Int32?
+    /// The timed actions and their timer (opened on the loop thread at the first timed action).
+    private let timers: _LoopTimers
 
     /// A scheduler on `loop`.
     public convenience init(loop: EventLoop) {
@@ -55,11 +52,11 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     public init(loop: EventLoop, wallClock: @escaping @Sendable () -> Date) {
         self.loop = loop
         self.clock = _WallClockMapping(wallClock: wallClock)
+        timers = _LoopTimers(loop: loop)
     }
 
     deinit {
         // The timer closes once its pending actions have run (they outlive the scheduler).
-        guard let timers else { return }
         let handed = _Unchecked(timers)
         _ = loop.onLoopThread { handed.value.closeWhenIdle() }
     }
@@ -114,23 +111,24 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     }
 
     private func add(_ item: _LoopTimedAction, at deadline: UInt64) -> (any Disposable)? {
-        loop.onLoopThread { [self] in timersOnLoop().insert(item, at: deadline) } ? item : nil
+        loop.onLoopThread { [timers] in timers.insert(item, at: deadline) } ? item : nil
     }
 
     /// A one-shot action whose date has come: it runs as an immediate action unless a timed
     /// action due at or before `deadline` is pending, which it must not overtake.
     private func scheduleDue(_ item: _LoopTimedAction, at deadline: UInt64) -> (any Disposable)? {
         if loop.inEventLoop {
-            if let timers, timers.hasPending(dueBy: deadline) {
+            if timers.hasPending(dueBy: deadline) {
                 timers.insert(item, at: deadline)
                 return item
             }
             return loop.execute { item.runOnce() } ? item : nil
         }
-        // Weakly: a closure queued on a loop that never runs must not keep the loop alive. With
-        // the scheduler gone, its pending actions are past or due later; run this one.
-        let accepted = loop.execute { [weak self] in
-            if let timers = self?.timers, timers.hasPending(dueBy: deadline) {
+        // Not the scheduler: a closure queued on a loop that never runs must not keep the loop
+        // alive (the timers hold it only through the loop's weak registry until its first run).
+        let handed = _WeakTimers(timers)
+        let accepted = loop.execute {
+            if let timers = handed.timers, timers.hasPending(dueBy: deadline) {
                 timers.insert(item, at: deadline)
             } else {
                 item.runOnce()
@@ -139,20 +137,25 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
         return accepted ? item : nil
     }
 
-    /// The timers, made on first use. Loop thread.
-    private func timersOnLoop() -> _LoopTimers {
-        loop.assertInEventLoop()
-        if let timers { return timers }
-        let made = _LoopTimers(loop: loop, descriptor: timerDescriptorForTesting ?? clibuv_timerfd_create())
-        timers = made
-        return made
-    }
-
     /// Heap entries and slots in use (loop thread only; tests check memory stays bounded).
-    var storageSizes: (heap: Int, slots: Int) { timers?.storageSizes ?? (0, 0) }
+    var storageSizes: (heap: Int, slots: Int) { timers.storageSizes }
 
-    /// Whether the timer is a libuv timer (no descriptor was available for a timerfd). Tests.
-    var usesFallbackTimer: Bool { timers?.fd ?? 0 < 0 }
+    /// Whether the timer is a libuv timer (no descriptor was available for a timerfd). Loop
+    /// thread; tests.
+    var usesFallbackTimer: Bool { timers.handle != nil && timers.fd < 0 }
+
+    /// Tests: the result to use instead of creating the timerfd (a negative errno forces the
+    /// libuv-timer fallback). Set before the first timed action.
+    var timerDescriptorForTesting: Int32? {
+        get { timers.descriptorForTesting }
+        set { timers.descriptorForTesting = newValue }
+    }
+}
+
+/// A weak reference to a scheduler's timers, handed to a queued closure.
+struct _WeakTimers: @unchecked Sendable {  // Read on the loop thread only.
+    weak var timers: _LoopTimers?
+    init(_ timers: _LoopTimers) { self.timers = timers }
 }
 
 /// The timed actions of a `LoopScheduler` and the one timer that fires them: a timerfd polled by
@@ -173,8 +176,12 @@ final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to
 
     let loop: EventLoop
     var handle: UnsafeMutablePointer<uv_handle_t>?
-    /// The timerfd, or -1 with a libuv timer.
-    let fd: Int32
+    /// The timerfd, or -1 with a libuv timer (or before the timer is opened).
+    private(set) var fd: Int32 = -1
+    // Closed (the loop shut down, or the scheduler went with nothing pending): takes no action.
+    private var isClosed = false
+    /// Tests: used instead of creating the timerfd (a negative errno forces the fallback).
+    var descriptorForTesting: Int32?
     // A min-heap on (deadline, sequence).
     private var heap = _BinaryHeap<Entry>()
     // The action each live entry runs; `nil` slots are free.
@@ -188,10 +195,15 @@ final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to
     // The scheduler was released: close once no action is pending.
     private var closesWhenIdle = false
 
-    /// Timers on `loop` driven by the timerfd `descriptor`, or by a libuv timer if `descriptor`
-    /// is a negative errno (no descriptor could be had).
-    init(loop: EventLoop, descriptor: Int32) {
+    /// Timers on `loop`; the timer itself is opened at the first timed action.
+    init(loop: EventLoop) {
         self.loop = loop
+    }
+
+    /// Opens the timer: a timerfd polled by the loop, or a libuv timer if no descriptor can be
+    /// had. Loop thread.
+    private func open() {
+        let descriptor = descriptorForTesting ?? clibuv_timerfd_create()
         if descriptor >= 0 {
             let poll = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
             let status = uv_poll_init(loop.uvLoop, poll, descriptor)
@@ -206,20 +218,24 @@ final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to
         } else {
             let timer = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
             uv_timer_init(loop.uvLoop, timer)
-            fd = -1
             adopt(timer)
         }
     }
 
     deinit {
-        // Released before the loop first ran, or after the handle's close callback.
-        closeOrphanedHandle()
-        if fd >= 0 { Glibc.close(fd) }
+        // Released before the loop first ran (its descriptor closed once libuv let go of it), or
+        // after the handle's close callback.
+        if handle != nil {
+            closeOrphanedHandle(thenClosing: fd)
+        } else if fd >= 0 {
+            Glibc.close(fd)
+        }
     }
 
     var storageSizes: (heap: Int, slots: Int) { (heap.count, slots.count - freeSlots.count) }
 
     func handleWillClose(interrupted: Bool) {
+        isClosed = true
         // The loop is shutting down, or nothing is pending: drop what is left, unrun.
         heap.removeAll()
         for case let item? in slots { item.slot = -1 }
@@ -232,6 +248,7 @@ final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to
     /// pending actions have run or been disposed.
     func closeWhenIdle() {
         closesWhenIdle = true
+        if handle == nil { isClosed = true }
         arm()
     }
 
@@ -245,7 +262,8 @@ final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to
 
     func insert(_ item: _LoopTimedAction, at deadline: UInt64) {
         loop.assertInEventLoop()
-        guard handle != nil, !item.isDisposed else { return }
+        guard !isClosed, !item.isDisposed else { return }
+        if handle == nil { open() }
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free

@@ -90,6 +90,7 @@ public final class TCPListener: _LoopOwnedHandle, @unchecked Sendable {  // Vars
     }
 
     private func acceptWaiting() {
+        loop.assertInEventLoop()
         guard connectionWaiting, let handle, let observer = reader.observer else { return }
         connectionWaiting = false
         let server = UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
@@ -401,6 +402,7 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
     }
 
     private func received(_ count: Int) {
+        loop.assertInEventLoop()
         // Between reads the connection holds no buffer: the loop's shared one is free again
         // unless an observer kept a view of it.
         let storage = current

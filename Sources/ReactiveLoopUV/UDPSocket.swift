@@ -173,6 +173,7 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     }
 
     private func received(_ count: Int, _ buf: uv_buf_t, _ address: UnsafePointer<sockaddr>?, _ flags: UInt32) {
+        loop.assertInEventLoop()
         if count < 0 {
             if handle != nil { uv_udp_recv_stop(udp) }
             return reader.fail(UVError(code: Int32(count), operation: "UDPSocket.datagrams (recv)"))
