@@ -315,10 +315,13 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     ///
     /// - Returns: `false` if the loop was stopped: `body` never runs.
     func onLoopThread(_ body: @escaping () -> Void) -> Bool {
-        if inEventLoop {
+        let holder = holderThread.load(ordering: .relaxed)
+        if holder == currentThreadID() {
             body()
             return true
         }
+        // Held by another thread (almost always the one driving it): queue, with one lock.
+        if holder != 0 { return execute(body) }
         switch hold(.borrowing, "EventLoop") {
         case .held:
             defer { letGo() }
