@@ -59,6 +59,9 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
     /// A line whose values, finite themselves, would make its series' value or one of its totals
     /// infinite or NaN (`1e308|c` twice, or `1|ms|@1e-320`); reported by `Ingest`, not the parser.
     case nonFinite
+    /// A name starting with `loopd.`, which names the daemon's own metrics: a client cannot
+    /// forge or hide them.
+    case reservedName
 
     /// The reason, in a few words, for a log line.
     public var description: String {
@@ -73,6 +76,7 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
         case .tooLong: "line too long"
         case .tooManyTags: "more than \(StatsDParser.maxTags) tags"
         case .nonFinite: "would make the series' value or a total infinite or NaN"
+        case .reservedName: "names starting with 'loopd.' are loopd's own metrics"
         }
     }
 }
@@ -144,6 +148,11 @@ public struct StatsDParser {
         // The name runs to the first ':'; the values, to the first '|'.
         let colon = index(of: UInt8(ascii: ":"), in: line, from: 0, to: end)
         guard colon > 0 else { return .emptyName }
+        if colon >= 6 && line[0] == UInt8(ascii: "l") && line[1] == UInt8(ascii: "o") && line[2] == UInt8(ascii: "o")
+            && line[3] == UInt8(ascii: "p") && line[4] == UInt8(ascii: "d") && line[5] == UInt8(ascii: ".")
+        {
+            return .reservedName
+        }
         // A '|' before the first ':' means the value (and its ':') is missing: "name|c".
         guard colon < end, index(of: UInt8(ascii: "|"), in: line, from: 0, to: colon) == colon else {
             return .missingValue

@@ -55,9 +55,10 @@ public final class TCPListener: _LoopOwnedHandle, @unchecked Sendable {  // Vars
 
     deinit { closeOrphanedHandle() }
 
-    /// Connections that arrived but could not be accepted (the process was out of descriptors,
-    /// or the client reset the connection first), from any thread. The listener goes on
-    /// accepting.
+    /// Connections that arrived but could not be accepted (the client reset the connection
+    /// first, say), from any thread. The listener goes on accepting. When the process is out of
+    /// descriptors, libuv closes waiting connections without reporting them, so those are not
+    /// counted.
     public var acceptFailures: Int { failedAccepts.load(ordering: .relaxed) }
     private let failedAccepts = Synchronization.Atomic<Int>(0)
 
@@ -107,9 +108,8 @@ public final class TCPListener: _LoopOwnedHandle, @unchecked Sendable {  // Vars
         }
     }
 
-    /// A connection could not be accepted: out of descriptors (libuv then takes the connection
-    /// off the backlog and closes it, so the loop does not spin), or the client reset it before
-    /// it was accepted. That client is lost; the listener goes on.
+    /// A connection could not be accepted (the client reset it before it was, say). That client
+    /// is lost; the listener goes on.
     private func acceptFailed() {
         failedAccepts.add(1, ordering: .relaxed)
     }

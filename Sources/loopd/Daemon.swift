@@ -75,6 +75,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private var skippedFlushes: UInt64 = 0
     private var reportedSkippedFlushes: UInt64 = 0
     private var refusedConnections: UInt64 = 0
+    // When the current interval began (the start or the last flush), on the monotonic clock.
+    private var intervalStart = DispatchTime.now().uptimeNanoseconds
     private var reportedRefusedConnections: UInt64 = 0
     private var reportedPrometheusRefused: UInt64 = 0
     private var latestKernelDrops: UInt64 = 0
@@ -103,7 +105,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         }
         if let address = configuration.prometheus {
             do {
-                prometheus = try PrometheusEndpoint(at: address, on: loop, logger: logger)
+                prometheus = try PrometheusEndpoint(at: address, on: loop, scheduler: scheduler, logger: logger)
             } catch {
                 udp.close()
                 tcp.close()
@@ -163,6 +165,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             "writing a JSON line per flush to \(configuration.output == "-" ? "standard output" : configuration.output)"
         )
         kernelDropsAtStart = kernelDrops()
+        intervalStart = DispatchTime.now().uptimeNanoseconds
 
         let maxLine = configuration.maxLine
         if logger.logLevel <= .debug {
@@ -264,6 +267,10 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         }
         formatting = true
         let started = DispatchTime.now().uptimeNanoseconds
+        // The interval as it was, not as configured: a busy loop or a skipped tick makes it
+        // longer, and rates computed from it stay true.
+        let intervalSeconds = Double(started &- intervalStart) / 1e9
+        intervalStart = started
         let table = ingest.endInterval(expireAfter: configuration.expireAfter)
         let counts = ingest.counts
         let drops = kernelDrops() &- kernelDropsAtStart
@@ -304,7 +311,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         reportedSkippedFlushes = skippedFlushes
         reportedRefusedConnections = refused
         let flush = Flush(
-            table: table, timestamp: Self.wallClock(), intervalSeconds: configuration.flushInterval,
+            table: table, timestamp: Self.wallClock(), intervalSeconds: intervalSeconds,
             internalMetrics: metrics)
         flushQueue.async { [self] in
             let summaries = flush.summaries()
@@ -420,11 +427,17 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     }
 
     /// `host:port` (`[v6]:port` for IPv6) as an address.
-    static func address(_ text: String, flag: String) throws(StartupError) -> SocketAddress {
+    /// - Parameters:
+    ///   - example: An address to show in the message for a malformed one.
+    ///   - allowsPortZero: Whether port 0 (a port the system picks) makes sense: to listen, not
+    ///     to connect.
+    static func address(_ text: String, flag: String, example: String, allowsPortZero: Bool) throws(StartupError)
+        -> SocketAddress
+    {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (1...65535).contains(port) || port == 0
+            (1...65535).contains(port) || (port == 0 && allowsPortZero)
         else {
-            throw StartupError(description: "\(flag) \(text): expected host:port, such as 127.0.0.1:2003")
+            throw StartupError(description: "\(flag) \(text): expected host:port, such as \(example)")
         }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

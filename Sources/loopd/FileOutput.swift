@@ -178,8 +178,12 @@ final class OutputWriter: Sendable {
             return (false, replaced)
         }
         if let replaced {
-            output.droppedFlushes.add(1, ordering: .relaxed)
-            logger.warning("--output \(output.path): still writing an earlier flush; a waiting flush is dropped")
+            let dropped = output.droppedFlushes.add(1, ordering: .relaxed).newValue
+            if dropped == 1 || dropped.isMultiple(of: 100) {
+                logger.warning(
+                    "--output \(output.path): still writing an earlier flush; a waiting flush is dropped (\(dropped) flushes lost so far)"
+                )
+            }
             replaced()
         }
         if start { queue.async { [self] in write(line, done) } }

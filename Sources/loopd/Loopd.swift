@@ -104,17 +104,22 @@ struct Loopd: ParsableCommand {
     func run() throws {
         let level = Logger.Level(rawValue: logLevel)!
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = QueuedLogHandler(label: label)
             handler.logLevel = level
             return handler
         }
+        defer { LogOutput.shared.flush(within: 0.5) }
         let configuration: Daemon.Configuration
         do {
             configuration = Daemon.Configuration(
                 listen: try Daemon.address(host: host, port: port, flag: "--host/--port"),
                 udpBuffer: udpBuffer, maxLine: maxLine, flushInterval: flushInterval, output: output,
-                graphite: try graphite.map { try Daemon.address($0, flag: "--graphite") },
-                prometheus: try prometheus.map { try Daemon.address($0, flag: "--prometheus") },
+                graphite: try graphite.map {
+                    try Daemon.address($0, flag: "--graphite", example: "127.0.0.1:2003", allowsPortZero: false)
+                },
+                prometheus: try prometheus.map {
+                    try Daemon.address($0, flag: "--prometheus", example: "127.0.0.1:9102", allowsPortZero: true)
+                },
                 maxSeries: maxSeries, expireAfter: UInt32(expireAfter),
                 tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued)
         } catch let error as Daemon.StartupError {

@@ -24,6 +24,7 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
     /// The address served, with the port the system chose if 0 was asked.
     let address: SocketAddress
     private let listener: TCPListener
+    private let scheduler: LoopScheduler
     private let logger: Logger
     private let body = Mutex<ReceivedBytes>(ReceivedBytes(Array("# no flush yet\n".utf8)))
     // Confined to the loop thread.
@@ -32,8 +33,9 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
     let refusedConnections = Atomic<UInt64>(0)
 
     /// Listens on `address`; serving starts with `start()`.
-    init(at address: SocketAddress, on loop: EventLoop, logger: Logger) throws(UVError) {
+    init(at address: SocketAddress, on loop: EventLoop, scheduler: LoopScheduler, logger: Logger) throws(UVError) {
         listener = try TCPListener(boundTo: address, on: loop)
+        self.scheduler = scheduler
         self.address = listener.localAddress
         self.logger = logger
     }
@@ -67,6 +69,10 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
 
     private func serve(_ connection: TCPConnection) {
         connection.setLimits(.init(writeTimeout: Self.writeTimeout, idleTimeout: Self.requestTimeout))
+        // The request must be whole within `requestTimeout`, however slowly its bytes come.
+        let deadline = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(Self.requestTimeout)) {
+            connection.close()
+        }
         var requestLine: ReceivedBytes?
         var lines = 0
         var counted = true
@@ -93,6 +99,7 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
                 return
             }
             guard line.isEmpty else { return }  // A header; the request ends at an empty line.
+            deadline?.dispose()
             run.dispose()
             respond(to: String(decoding: requestLine!, as: UTF8.self), on: connection, then: finish)
         }

@@ -180,6 +180,101 @@ struct HostileLoopdOutputTests {
     }
 }
 
+/// loopd with its standard error played as the test likes (the usual harness reads it all).
+@Suite("Hostile: loopd's logs and requests", .serialized)
+struct HostileLoopdLogTests {
+    /// Reads `fd` until `text` appears (20 s at most); returns what was read.
+    func read(_ fd: Int32, until text: String) -> String {
+        var seen = ""
+        let deadline = Date().addingTimeInterval(20)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !seen.contains(text) && Date() < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) == 1 else { continue }
+            let count = Glibc.read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            seen += String(decoding: buffer[0..<count], as: UTF8.self)
+        }
+        return seen
+    }
+
+    @Test func aStandardErrorNobodyReadsStallsNothing() throws {
+        let stderrPipe = Pipe()
+        let process = Process()
+        process.executableURL = LoopdProcess.binary
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("loopd-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: output) }
+        process.arguments = [
+            "--port", "0", "--prometheus", "127.0.0.1:0", "--flush-interval", "0.05", "--log-level", "debug",
+            "--output", output.path,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = stderrPipe
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let fd = stderrPipe.fileHandleForReading.fileDescriptor
+        let startup = read(fd, until: "/metrics")
+        let port = Int(
+            startup.components(separatedBy: "listening on ")[1].split(separator: " ")[0].split(separator: ":").last!)!
+        let metricsLine = startup.split(separator: "\n").first { $0.contains("/metrics") }!
+        let metricsPort = Int(metricsLine.split(separator: ":").last!.split(separator: "/").first!)!
+        // From now on nobody reads standard error. Every bad line logs at debug level: 64 KiB of
+        // pipe fill in a moment.
+        let udp = UDPSender(port: port)
+        for _ in 0..<2000 { udp.send((0..<20).map { "bad.line.\($0):x|c\n" }.joined()) }
+        udp.send("after.the.flood:1|c")
+        let served = eventually(seconds: 10) {
+            guard let client = try? TCPClient(port: metricsPort) else { return false }
+            client.send("GET /metrics HTTP/1.1\r\n\r\n")
+            return String(decoding: client.readToEnd(seconds: 2).bytes, as: UTF8.self).contains("after_the_flood")
+        }
+        #expect(served, "flushes and Prometheus go on while standard error is full")
+        let start = Date()
+        kill(process.processIdentifier, SIGTERM)
+        while process.isRunning && Date().timeIntervalSince(start) < 10 { usleep(10_000) }
+        #expect(!process.isRunning, "SIGTERM ends loopd while standard error is full")
+        #expect(Date().timeIntervalSince(start) < 5)
+    }
+
+    @Test func aRequestSentAByteAtATimeIsCutAtTheRequestTimeout() throws {
+        let loopd = try LoopdProcess(["--prometheus", "127.0.0.1:0"])
+        let line = try loopd.waitForLog("serving Prometheus metrics at http://")
+        let port = Int(line.split(separator: ":").last!.split(separator: "/").first!)!
+        let slow = try TCPClient(port: port)
+        let start = Date()
+        var closed = false
+        // One byte every half second: never idle, never done.
+        for byte in "GET /metrics HTTP/1.1\r\nHost: slowloris.example\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaa" {
+            slow.send(String(byte))
+            var poller = pollfd(fd: slow.fd, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 500) == 1 {
+                closed = true
+                break
+            }
+        }
+        #expect(closed, "the slow client was disconnected")
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(elapsed >= 9 && elapsed < 14, "after the 10 s request timeout: \(elapsed) s")
+        loopd.signal(SIGTERM)
+    }
+
+    @Test func eachFlushSaysTheIntervalItReallyCovered() throws {
+        let loopd = try LoopdProcess(flushInterval: 0.1)
+        UDPSender(port: loopd.port).send("x:1|c")
+        usleep(1_500_000)
+        loopd.signal(SIGTERM)
+        let flushes = try loopd.flushes()
+        try #require(flushes.count >= 5)
+        let intervals = flushes.compactMap { $0["interval"] as? Double }
+        let stamps = flushes.compactMap { $0["timestamp"] as? Double }
+        // The intervals tile the time between the flushes (the last one, at SIGTERM, is short).
+        let covered = intervals.dropFirst().reduce(0, +)
+        let elapsed = stamps.last! - stamps.first!
+        #expect(abs(covered - elapsed) < 0.05, "intervals \(covered) s against \(elapsed) s between flushes")
+        #expect(intervals.dropLast().allSatisfy { $0 >= 0.09 })
+    }
+}
+
 /// Polls `condition` until it holds or `seconds` pass.
 func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(seconds)

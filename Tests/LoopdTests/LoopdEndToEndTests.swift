@@ -174,6 +174,10 @@ struct LoopdEndToEndTests {
     @Test(arguments: [
         (["--flush-interval", "0"], "--flush-interval must be in"), (["--max-line", "0"], "--max-line must be in"),
         (["--graphite", "nohost"], "--graphite nohost: expected host:port"),
+        (["--graphite", "127.0.0.1:0"], "--graphite 127.0.0.1:0: expected host:port, such as 127.0.0.1:2003"),
+        (["--prometheus", "x"], "--prometheus x: expected host:port, such as 127.0.0.1:9102"),
+        (["--tcp-idle-timeout", "-1"], "--tcp-idle-timeout must be in 0...86400 seconds, got -1.0"),
+        (["--graphite-max-queued", "10"], "--graphite-max-queued must be in 1024...1099511627776 bytes, got 10"),
         (["--host", "example.com"], "--host/--port example.com: not a numeric"),
         (["--log-level", "loud"], "--log-level must be one of"),
     ])
@@ -191,6 +195,7 @@ struct LoopdEndToEndTests {
         ("--flush-interval", "--flush-interval must be in 0.01...86400 seconds, got -1"),
         ("--max-series", "--max-series must be in 1...2147483647, got -1"),
         ("--expire-after", "--expire-after must be in 0...4294967295, got -1"),
+        ("--graphite-max-queued", "--graphite-max-queued must be in 1024...1099511627776 bytes, got -1"),
     ])
     func aNegativeNumberGetsTheRangeMessageNotMissingValue(flag: String, message: String) throws {
         let loopd = try LoopdProcess([flag, "-1"], waitForListening: false)

@@ -164,4 +164,14 @@ struct StatsDParserTests {
         let large = comparisons(sorting: Array((0..<2000).reversed())).count
         #expect(large < 20 * small, "\(small) comparisons for 200 tags, \(large) for 2,000")
     }
+
+    @Test func namesStartingWithLoopdDotAreReservedForLoopdsOwnMetrics() {
+        var parser = StatsDParser(maxLineLength: 1024)
+        #expect(parse(&parser, "loopd.bad_lines:1000|c") == .reservedName)
+        #expect(parse(&parser, "loopd.series:99999|g") == .reservedName)
+        #expect(parse(&parser, "loopd:1|c") == nil)
+        #expect(parse(&parser, "loopdx.y:1|c") == nil)
+        #expect(parse(&parser, "app.loopd.y:1|c") == nil)
+    }
+
 }
