@@ -112,6 +112,26 @@ struct HostileLoopdOutputTests {
         #expect(stopped < 5, "SIGTERM took \(stopped) s with a stalled receiver")
     }
 
+    @Test func flushesSlowerThanTheIntervalAreSkippedNotPiledUp() throws {
+        // 20,000 series at --flush-interval 0.01: formatting a flush takes longer than that.
+        let loopd = try LoopdProcess(flushInterval: 0.01)
+        let udp = UDPSender(port: loopd.port)
+        let datagrams = (0..<1000).map { batch in
+            (0..<20).map { "slow.flush.series.\(batch * 20 + $0):1|c\n" }.joined()
+        }
+        for datagram in datagrams { udp.send(datagram) }
+        try loopd.waitForLines(20_000)
+        let settled = loopd.residentBytes
+        usleep(3_000_000)
+        let grown = loopd.residentBytes - settled
+        #expect(grown < 64 << 20, "loopd grew by \(grown >> 20) MiB while its flushes lagged")
+        let stopped = loopd.signal(SIGTERM)
+        #expect(stopped < 5, "SIGTERM took \(stopped) s")
+        let totals = Totals(try loopd.flushes())
+        #expect(totals.counters["loopd.flushes_skipped"] ?? 0 > 0, "the skipped ticks are counted")
+        #expect(totals.counters["slow.flush.series.0"] == 1, "nothing is lost: the interval went on")
+    }
+
     @Test func prometheusClientsThatNeverReadHoldNoCopyEachAndOthersAreServed() throws {
         let loopd = try LoopdProcess(["--prometheus", "127.0.0.1:0"], flushInterval: 0.2)
         let line = try loopd.waitForLog("serving Prometheus metrics at http://")
