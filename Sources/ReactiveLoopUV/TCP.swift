@@ -318,19 +318,21 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
                 _SendRequest.finished(req!.pointee.data, status)
             }
             guard status >= 0 else { return status }
-            if queued == 0 { writeProgressAt = uv_hrtime() }
+            if queued == 0 && limits.writeTimeout != nil { writeProgressAt = uv_hrtime() }
             queued += count
             queuedBytes.store(queued, ordering: .relaxed)
-            request.settled = { [weak self] in self?.written(count) }
-            scheduleTimeoutCheck()
+            request.queuedOn = self
+            if limits.writeTimeout != nil { scheduleTimeoutCheck() }
             return status
         }
     }
 
     /// A write finished (sent, failed or cancelled): its bytes are no longer queued.
-    private func written(_ count: Int) {
+    func written(_ count: Int) {
         queued -= count
         queuedBytes.store(queued, ordering: .relaxed)
+        // The clock is read only for a limit that needs it.
+        guard limits.writeTimeout != nil || limits.idleTimeout != nil else { return }
         let now = uv_hrtime()
         writeProgressAt = now
         activityAt = now
@@ -407,7 +409,7 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
         // unless an observer kept a view of it.
         let storage = current
         current = nil
-        if count != 0 { activityAt = uv_hrtime() }
+        if count != 0 && limits.idleTimeout != nil { activityAt = uv_hrtime() }
         if count > 0, let storage {
             reader.observer?.send(value: ReceivedBytes(storage: storage, range: 0..<count))
         } else if count == Int(UV_EOF.rawValue) {

@@ -85,9 +85,7 @@ struct HostileLoopdOutputTests {
         defer { close(connection) }
         let udp = UDPSender(port: loopd.port)
         // 20,000 series, kept fresh: each flush is about 1.5 MB of Graphite text nobody reads.
-        let datagrams = (0..<1000).map { batch in
-            (0..<20).map { "stalled.graphite.series.\(batch * 20 + $0):1|c\n" }.joined()
-        }
+        let datagrams = counterDatagrams("stalled.graphite.series", series: 20_000)
         for datagram in datagrams { udp.send(datagram) }
         try loopd.waitForLines(20_000)
         let settled = loopd.residentBytes
@@ -116,9 +114,7 @@ struct HostileLoopdOutputTests {
         // 20,000 series at --flush-interval 0.01: formatting a flush takes longer than that.
         let loopd = try LoopdProcess(flushInterval: 0.01)
         let udp = UDPSender(port: loopd.port)
-        let datagrams = (0..<1000).map { batch in
-            (0..<20).map { "slow.flush.series.\(batch * 20 + $0):1|c\n" }.joined()
-        }
+        let datagrams = counterDatagrams("slow.flush.series", series: 20_000)
         for datagram in datagrams { udp.send(datagram) }
         try loopd.waitForLines(20_000)
         let settled = loopd.residentBytes
@@ -137,9 +133,7 @@ struct HostileLoopdOutputTests {
         let line = try loopd.waitForLog("serving Prometheus metrics at http://")
         let port = Int(line.split(separator: ":").last!.split(separator: "/").first!)!
         let udp = UDPSender(port: loopd.port)
-        for batch in 0..<500 {
-            udp.send((0..<20).map { "exposed.series.number.\(batch * 20 + $0):1|c\n" }.joined())
-        }
+        for datagram in counterDatagrams("exposed.series.number", series: 10_000) { udp.send(datagram) }
         try loopd.waitForLines(10_000)
         usleep(500_000)
         let settled = loopd.residentBytes
@@ -177,9 +171,7 @@ struct HostileLoopdOutputTests {
         let port = Int(line.split(separator: ":").last!.split(separator: "/").first!)!
         let udp = UDPSender(port: loopd.port)
         // Enough series that the pipe (64 KiB) fills within a few flushes.
-        for batch in 0..<200 {
-            udp.send((0..<20).map { "stdout.stall.series.\(batch * 20 + $0):1|c\n" }.joined())
-        }
+        for datagram in counterDatagrams("stdout.stall.series", series: 4000) { udp.send(datagram) }
         usleep(1_500_000)
         func linesReceived() -> Double? {
             guard let client = try? TCPClient(port: port) else { return nil }
@@ -293,6 +285,13 @@ struct HostileLoopdLogTests {
         #expect(abs(covered - elapsed) < 0.05, "intervals \(covered) s against \(elapsed) s between flushes")
         // A tick that comes late shortens the next interval (ticks keep their planned times).
         #expect(intervals.allSatisfy { $0 > 0 })
+    }
+}
+
+/// Datagrams of 20 lines each that count 1 for `series` counters named `prefix.0`, `prefix.1`, …
+func counterDatagrams(_ prefix: String, series: Int) -> [String] {
+    stride(from: 0, to: series, by: 20).map { first in
+        (first..<min(first + 20, series)).map { "\(prefix).\($0):1|c\n" }.joined()
     }
 }
 
