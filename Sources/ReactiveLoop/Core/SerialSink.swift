@@ -21,6 +21,9 @@ import Synchronization
 ///   its current event; it never blocks, so disposing from any thread is safe.
 /// - After the terminal event (`flagTerminated`), everything else is dropped, and the
 ///   downstream observer is released.
+/// - A scheduling operator's run that is disposed is cancelled (`flagCancelled`): from then on
+///   every send is dropped, including those already queued or scheduled, and the one event
+///   still delivered is the `interrupted` that `cancel(deliveringInterruptedOn:)` schedules.
 ///
 /// Unlike a signal's core, a sink has no observer list, no registration mailbox and no lock of
 /// its own: one object per run, and nothing else until a send is contended or reentrant.
@@ -32,7 +35,10 @@ final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler {
     @usableFromInline static var flagPosted: UInt { 2 }
     @usableFromInline static var flagQueued: UInt { 4 }
     @usableFromInline static var flagTerminated: UInt { 8 }
-    @usableFromInline static var flags: UInt { 15 }
+    @usableFromInline static var flagCancelled: UInt { 16 }
+    @usableFromInline static var flags: UInt { 31 }
+    /// The flags after which a send is dropped.
+    @usableFromInline static var flagsEnded: UInt { flagTerminated | flagCancelled }
 
     /// The owner of delivery (`ownerBits(threadID)`, or 0) and the flags.
     @usableFromInline let state = Synchronization.Atomic<UInt>(0)
@@ -77,6 +83,10 @@ final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler {
     @inlinable
     var hasTerminated: Bool { state.load(ordering: .acquiring) & Self.flagTerminated != 0 }
 
+    /// Whether sends are dropped: the terminal event was delivered, or the output was cancelled.
+    @inlinable
+    var hasEnded: Bool { state.load(ordering: .acquiring) & Self.flagsEnded != 0 }
+
     // MARK: Sending
 
     /// Delivers `event`, or queues it if the calling thread is delivering.
@@ -94,41 +104,76 @@ final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler {
     @inlinable @inline(never)
     func sendSlow(_ event: Event, _ me: UInt) {
         let current = state.load(ordering: .acquiring)
-        if current & Self.flagTerminated != 0 { return }
+        if current & Self.flagsEnded != 0 { return }
         if current & ~Self.flags == Self.ownerBits(me) {
             enqueue(event)
         } else if event.isTerminating {
             post(event, me)
         } else {
             acquireBlocking(me)
-            deliver(event)
+            // Cancelled while this send waited: it was not delivered before the cancellation.
+            if state.load(ordering: .acquiring) & Self.flagCancelled == 0 { deliver(event) }
             release(me)
         }
     }
 
     /// Runs `body` with delivery ownership and delivers the event it returns, if any. A body
     /// that runs reentrantly (on the delivering thread) runs at once, and its event is queued
-    /// behind the current one.
+    /// behind the current one. `body` runs even after the output has ended (an operator's
+    /// clean-up may depend on it); its event is then dropped.
     @inlinable
     func send(computing body: () -> Event?) {
         let me = _currentThreadID()
         if _fastPath(state.compareExchange(expected: 0, desired: Self.ownerBits(me), ordering: .acquiring).exchanged) {
             if let event = body() { deliver(event) }
             release(me)
-        } else if state.load(ordering: .relaxed) & ~Self.flags == Self.ownerBits(me) {
+        } else {
+            sendSlow(computing: body, me)
+        }
+    }
+
+    @inlinable @inline(never)
+    func sendSlow(computing body: () -> Event?, _ me: UInt) {
+        if state.load(ordering: .relaxed) & ~Self.flags == Self.ownerBits(me) {
             if let event = body() { enqueue(event) }
         } else {
             acquireBlocking(me)
-            if let event = body() { deliver(event) }
+            if let event = body(), state.load(ordering: .acquiring) & Self.flagCancelled == 0 { deliver(event) }
             release(me)
         }
     }
 
+    /// Cancels the output of a disposed run of a scheduling operator, as ReactiveSwift's
+    /// asynchronous operators do: from this call on every send is dropped, including sends that
+    /// are already queued or scheduled, and `interrupted` is delivered by an action scheduled on
+    /// `scheduler`, never inside this call (unless `scheduler` runs actions at once). Does nothing
+    /// once the output has terminated or was cancelled.
+    @inlinable @inline(never)
+    func cancel(deliveringInterruptedOn scheduler: any Scheduler) {
+        let before = state.bitwiseOr(Self.flagCancelled, ordering: .sequentiallyConsistent).oldValue
+        guard before & Self.flagsEnded == 0 else { return }
+        scheduler.schedule { [self] in deliverCancellation() }
+    }
+
+    /// Delivers the `interrupted` of a cancelled output: posted (replacing any terminal event
+    /// posted before the cancellation), so that an owner delivering right now, on this thread or
+    /// another, delivers it when its current event is done.
+    @usableFromInline
+    func deliverCancellation() {
+        let lock = parkingLock
+        lock.withLock {
+            posted = .interrupted
+            state.bitwiseOr(Self.flagPosted, ordering: .sequentiallyConsistent)
+        }
+        let me = _currentThreadID()
+        if tryAcquireWithFlags(me) { releaseSlow(me) }
+    }
+
     // MARK: Ownership
 
-    /// The owner value of thread `me` (thread ids are pointers, far below 2^60).
+    /// The owner value of thread `me` (thread ids are pointers, far below 2^59).
     @inlinable
-    static func ownerBits(_ me: UInt) -> UInt { me &<< 4 }
+    static func ownerBits(_ me: UInt) -> UInt { me &<< 5 }
 
     @inlinable
     func assertOwner(_ operation: StaticString) {
@@ -182,7 +227,7 @@ final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler {
     func reportLongWaitLocked(_ me: UInt) {
         guard !didReportLongWait else { return }
         didReportLongWait = true
-        let owner = (state.load(ordering: .relaxed) & ~Self.flags) >> 4
+        let owner = (state.load(ordering: .relaxed) & ~Self.flags) >> 5
         let hex = { (id: UInt) in "0x" + String(id, radix: 16) }
         _ContentionReport.report(
             "ReactiveLoop: a send on thread \(hex(me)) has waited \(_ContentionReport.seconds) s for a delivery of "
@@ -233,8 +278,11 @@ final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler {
         assertOwner("drainQueue")
         guard queueHead < queue.count else { return }
         while queueHead < queue.count {
-            // A terminal event posted from another thread goes before what is still queued.
-            if state.load(ordering: .relaxed) & Self.flagPosted != 0 { deliverPosted() }
+            // A terminal event posted from another thread goes before what is still queued;
+            // after a cancellation, nothing queued is delivered.
+            let flags = state.load(ordering: .acquiring)
+            if flags & Self.flagPosted != 0 { deliverPosted() }
+            if flags & Self.flagCancelled != 0 { break }
             let event = queue[queueHead]
             queueHead += 1
             deliver(event)
@@ -248,7 +296,7 @@ final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler {
     func post(_ event: Event, _ me: UInt) {
         let lock = parkingLock
         lock.withLock {
-            if posted == nil {
+            if posted == nil && state.load(ordering: .relaxed) & Self.flagCancelled == 0 {
                 posted = event
                 state.bitwiseOr(Self.flagPosted, ordering: .sequentiallyConsistent)
             }

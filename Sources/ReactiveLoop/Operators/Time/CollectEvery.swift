@@ -107,6 +107,6 @@ extension SignalProducer {
         every interval: DispatchTimeInterval, on scheduler: any DateScheduler, skipEmpty: Bool = false,
         discardWhenCompleted: Bool = true
     ) -> SignalProducer<[Value], Error> {
-        _timed(_CollectEveryState.adapter(interval, scheduler, skipEmpty, discardWhenCompleted))
+        _timed(hopping: scheduler, _CollectEveryState.adapter(interval, scheduler, skipEmpty, discardWhenCompleted))
     }
 }

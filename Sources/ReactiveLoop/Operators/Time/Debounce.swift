@@ -122,6 +122,6 @@ extension SignalProducer {
         _ interval: TimeInterval, on scheduler: any DateScheduler, discardWhenCompleted: Bool = true
     ) -> SignalProducer<Value, Error> {
         _checkInterval(interval, "debounce(_:on:discardWhenCompleted:)")
-        return _timed(_DebounceState.adapter(interval, scheduler, discardWhenCompleted))
+        return _timed(hopping: scheduler, _DebounceState.adapter(interval, scheduler, discardWhenCompleted))
     }
 }

@@ -98,6 +98,6 @@ extension SignalProducer {
     @inlinable
     public func delay(_ interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
         _checkInterval(interval, "delay(_:on:)")
-        return _timed(_DelayState.adapter(interval, scheduler))
+        return _timed(hopping: scheduler, _DelayState.adapter(interval, scheduler))
     }
 }

@@ -14,7 +14,7 @@ extension SignalProducer {
     /// Defers `transform` to `scheduler`, transforming only the latest value; see
     /// `Signal.lazyMap(on:transform:)`.
     public func lazyMap<U>(on scheduler: any Scheduler, transform: @escaping (Value) -> U) -> SignalProducer<U, Error> {
-        _timed { sink, lifetime in
+        _timed(hopping: scheduler) { sink, lifetime in
             _LazyMapState(scheduler: scheduler, transform: transform, sink: sink, lifetime: lifetime).observer
         }
     }

@@ -10,6 +10,6 @@ extension Signal {
 extension SignalProducer {
     /// Delivers every event of each run on `scheduler`, in order.
     public func observe(on scheduler: any Scheduler) -> SignalProducer<Value, Error> {
-        _timed { sink, _ in Signal.Observer { event in scheduler.schedule { sink.send(event) } } }
+        _timed(hopping: scheduler) { sink, _ in Signal.Observer { event in scheduler.schedule { sink.send(event) } } }
     }
 }

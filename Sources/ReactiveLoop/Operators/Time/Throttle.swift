@@ -124,7 +124,7 @@ extension SignalProducer {
     @inlinable
     public func throttle(_ interval: TimeInterval, on scheduler: any DateScheduler) -> SignalProducer<Value, Error> {
         _checkInterval(interval, "throttle(_:on:)")
-        return _timed(_ThrottleState.adapter(interval, scheduler))
+        return _timed(hopping: scheduler, _ThrottleState.adapter(interval, scheduler))
     }
 
     /// Holds values while `shouldThrottle` is `true`; see `Signal.throttle(while:on:)`.

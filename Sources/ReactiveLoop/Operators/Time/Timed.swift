@@ -15,20 +15,29 @@ extension Signal {
 }
 
 extension SignalProducer {
-    /// A run of a scheduling operator. Disposing the run ends the upstream run at once (they
-    /// share the lifetime) and sends `interrupted` through the operator's own input, so that the
-    /// operator delivers it on its scheduler like any other terminal event, never inside
-    /// `dispose()`. The run keeps itself alive until then, like every producer run.
+    /// A run of a time operator.
+    ///
+    /// Disposing the run ends the upstream run at once (they share the lifetime). For an
+    /// operator that delivers on `scheduler` (`observe(on:)`, `delay`, `throttle`, ...), the
+    /// output is cancelled inside `dispose()`, as in ReactiveSwift: whatever the operator had
+    /// already queued or scheduled is dropped, and exactly one `interrupted` is delivered, on
+    /// `scheduler` (see `_SerialSink.cancel(deliveringInterruptedOn:)`). For one that forwards
+    /// on the caller's thread (`timeout`, `hopping: nil`), `interrupted` goes through the
+    /// operator's input at once. The run keeps itself alive until then, like every producer run.
     @inlinable
     func _timed<U, F>(
+        hopping scheduler: (any Scheduler)?,
         _ make: @escaping (_SerialSink<U, F>, Lifetime) -> Signal<Value, Error>.Observer
     ) -> SignalProducer<U, F> {
         SignalProducer<U, F>(.run) { downstream, lifetime in
             let sink = _SerialSink<U, F>(downstream)
             let input = make(sink, lifetime)
-            // A run that terminated ends its lifetime too: nothing to interrupt then, and no
-            // action to schedule for it.
-            lifetime.observeEnded { if !sink.hasTerminated { input.sendInterrupted() } }
+            // A run that terminated ends its lifetime too: nothing to cancel or interrupt then.
+            if let scheduler {
+                lifetime.observeEnded { sink.cancel(deliveringInterruptedOn: scheduler) }
+            } else {
+                lifetime.observeEnded { if !sink.hasTerminated { input.sendInterrupted() } }
+            }
             self._run(input, lifetime)
         }
     }

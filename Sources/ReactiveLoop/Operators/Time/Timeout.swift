@@ -45,7 +45,7 @@ extension SignalProducer {
     public func timeout(
         after interval: TimeInterval, raising error: Error, on scheduler: any DateScheduler
     ) -> SignalProducer<Value, Error> {
-        _timed(_timeoutAdapter(interval, error, scheduler))
+        _timed(hopping: nil, _timeoutAdapter(interval, error, scheduler))
     }
 }
 
