@@ -222,14 +222,16 @@ extension _RunLifetime: @unchecked Sendable {}  // The flag is atomic; the lifet
 /// the producer's events and the observer, in one object.
 ///
 /// The events of a run are serial (a start handler's observer goes through a serializing sink,
-/// and operators forward serially), so `finished` needs no lock. The terminal event ends the
+/// and operators forward serially), so `observer` needs no lock. The terminal event ends the
 /// lifetime right after it is delivered; disposing ends it without an event (the producer
 /// observes its lifetime to send `interrupted`).
+///
+/// The run lets go of its observer once the terminal event is delivered, so a disposable kept
+/// after the run ended does not keep the observer, or what its closures capture, alive.
 @usableFromInline
 final class _ProducerRun<Value, Error: Swift.Error>: _RunLifetime {
-    @usableFromInline let observer: Signal<Value, Error>.Observer
-    // Confined to the run's serial delivery.
-    @usableFromInline @exclusivity(unchecked) var finished = false
+    // Confined to the run's serial delivery. `nil` once the terminal event was delivered.
+    @usableFromInline @exclusivity(unchecked) var observer: Signal<Value, Error>.Observer?
 
     @inlinable
     init(_ observer: Signal<Value, Error>.Observer) {
@@ -247,14 +249,15 @@ final class _ProducerRun<Value, Error: Swift.Error>: _RunLifetime {
     /// anything else.
     @inlinable
     func receive(_ event: Signal<Value, Error>.Event) {
-        guard !finished else { return }
-        if event.isTerminating { finished = true }
+        guard let observer else { return }
+        guard _slowPath(event.isTerminating) else { return observer.send(event) }
+        self.observer = nil
         observer.send(event)
-        if finished { _end() }
+        _end()
     }
 }
 
-extension _ProducerRun: @unchecked Sendable {}  // `finished` is confined to serial delivery.
+extension _ProducerRun: @unchecked Sendable {}  // `observer` is confined to serial delivery.
 
 // MARK: Starting
 
@@ -320,9 +323,12 @@ extension SignalProducer {
     /// Creates the signal of a run and hands it to `setup` before the run starts, so that
     /// observers attached in `setup` see every event.
     ///
-    /// - Parameter setup: Receives the run's signal and a disposable that interrupts the run:
-    ///   disposing it sends `interrupted` to the signal's observers and disposes the run. If
-    ///   `setup` disposes it, the run is never started (the start handler does not run).
+    /// - Parameter setup: Receives the run's signal and a disposable that interrupts the run.
+    ///   Disposing it disposes the run, which ends the way any disposed run ends: the signal
+    ///   receives `interrupted` from the producer's last operator (at once for most, on its
+    ///   scheduler for one that delivers on a scheduler, such as `observe(on:)`). If `setup`
+    ///   disposes it, the run is never started (the start handler does not run) and the
+    ///   signal is interrupted at once.
     /// - Returns: Whatever `setup` returns.
     @discardableResult
     public func startWithSignal<Result>(_ setup: (Signal<Value, Error>, any Disposable) -> Result) -> Result {
@@ -330,7 +336,12 @@ extension SignalProducer {
         // setup's disposable, or by the signal being released with no observers.
         let run = SerialDisposable()
         let (signal, input) = Signal<Value, Error>.pipe(disposable: run)
-        let interrupter = AnyDisposable(input.sendInterrupted)
+        let interrupter = AnyDisposable { [run] in
+            // Not started yet: there is no run to end, so the signal itself is interrupted.
+            let started = run.inner != nil
+            run.dispose()
+            if !started { input.sendInterrupted() }
+        }
         let result = setup(signal, interrupter)
         if !interrupter.isDisposed {
             _ = _start(input) { run.inner = $0 }
