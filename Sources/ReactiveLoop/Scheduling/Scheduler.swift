@@ -72,15 +72,26 @@ extension DateScheduler {
 
     /// Suspends the calling task for `interval` on this scheduler's clock.
     ///
+    /// The task stays on its actor: it resumes there directly, with no hop through the global
+    /// executor (so a task on the main actor woken by a `TestScheduler` runs before the main
+    /// actor's later work).
+    ///
     /// - Throws: `CancellationError` if the task is cancelled first.
-    public func sleep(for interval: DispatchTimeInterval, leeway: DispatchTimeInterval = .seconds(0)) async throws {
+    public func sleep(
+        for interval: DispatchTimeInterval, leeway: DispatchTimeInterval = .seconds(0),
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws {
         try await sleep(until: currentDate.addingTimeInterval(interval.timeInterval), leeway: leeway)
     }
 
-    /// Suspends the calling task until `deadline` on this scheduler's clock.
+    /// Suspends the calling task until `deadline` on this scheduler's clock, on its actor; see
+    /// `sleep(for:leeway:isolation:)`.
     ///
     /// - Throws: `CancellationError` if the task is cancelled first.
-    public func sleep(until deadline: Date, leeway: DispatchTimeInterval = .seconds(0)) async throws {
+    public func sleep(
+        until deadline: Date, leeway: DispatchTimeInterval = .seconds(0),
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws {
         let slot = SerialDisposable()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Swift.Error>) in

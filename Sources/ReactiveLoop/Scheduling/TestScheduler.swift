@@ -173,14 +173,18 @@ public final class TestScheduler: DateScheduler {
     }
 
     fileprivate func advance(toDate newDate: Date) {
-        let target: Duration = lock.withLock {
+        runDue(until: target(of: newDate))
+    }
+
+    /// Where `advance(to: newDate)` moves the monotonic clock.
+    fileprivate func target(of newDate: Date) -> Duration {
+        lock.withLock {
             let interval = newDate.timeIntervalSince(date(at: now))
             _require(
                 interval >= 0,
                 "TestScheduler.advance(to:): newDate must not be before currentDate (\(date(at: now))), got \(newDate)")
             return deadlineLocked(of: newDate)?.deadline ?? Self.endOfTime(startDate, wallOffset)
         }
-        runDue(until: target)
     }
 
     /// Runs every scheduled action, advancing the clock as far as needed, up to
@@ -196,19 +200,27 @@ public final class TestScheduler: DateScheduler {
     }
 
     fileprivate func advance(by interval: DispatchTimeInterval, api: String) {
-        guard let step = interval.duration, step >= .zero else {
-            _argumentFailure("TestScheduler.\(api): interval must be finite and >= 0, got \(interval)")
-        }
-        let target = lock.withLock { now + step }
-        runDue(until: target)
+        runDue(until: target(by: interval, api: api))
     }
 
     fileprivate func advance(seconds interval: TimeInterval, api: String) {
+        runDue(until: target(seconds: interval, api: api))
+    }
+
+    /// Where advancing by `interval` moves the monotonic clock.
+    fileprivate func target(by interval: DispatchTimeInterval, api: String) -> Duration {
+        guard let step = interval.duration, step >= .zero else {
+            _argumentFailure("TestScheduler.\(api): interval must be finite and >= 0, got \(interval)")
+        }
+        return lock.withLock { now + step }
+    }
+
+    /// Where advancing by `interval` seconds moves the monotonic clock.
+    fileprivate func target(seconds interval: TimeInterval, api: String) -> Duration {
         _require(
             interval >= 0 && interval.isFinite,
             "TestScheduler.\(api): interval must be finite and >= 0, got \(interval)")
-        let target = lock.withLock { now + .rounded(seconds: interval) }
-        runDue(until: target)
+        return lock.withLock { now + .rounded(seconds: interval) }
     }
 
     /// Moves `currentDate` back by `interval`, as a wall-clock change would. Scheduled
@@ -221,62 +233,96 @@ public final class TestScheduler: DateScheduler {
     }
 
     fileprivate func runDue(until end: Duration) {
-        while true {
-            let next: Item? = lock.withLock {
-                guard head < items.count, items[head].dueBy <= end else {
-                    now = max(now, end)
-                    return nil
-                }
-                let first = items[head]
-                items[head].action = {}
-                head += 1
-                if head == items.count {
-                    items.removeAll(keepingCapacity: true)
-                    head = 0
-                } else if head >= 1_024 && head * 2 >= items.count {
-                    items.removeFirst(head)
-                    head = 0
-                }
-                now = max(now, min(first.deadline, end))
-                return first
+        while let next = takeDue(until: end) { next() }
+    }
+
+    /// Takes the first action due by `end` and moves the clock to its deadline; with none left,
+    /// moves the clock to `end` and returns `nil`.
+    fileprivate func takeDue(until end: Duration) -> (() -> Void)? {
+        lock.withLock {
+            guard head < items.count, items[head].dueBy <= end else {
+                now = max(now, end)
+                return nil
             }
-            guard let next else { return }
-            next.action()
+            let first = items[head]
+            items[head].action = {}
+            head += 1
+            if head == items.count {
+                items.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 1_024 && head * 2 >= items.count {
+                items.removeFirst(head)
+                head = 0
+            }
+            now = max(now, min(first.deadline, end))
+            return first.action
         }
     }
 }
 
 extension TestScheduler {
-    /// Lets tasks that are ready run first (a task that just called `sleep(for:)` on this
-    /// scheduler gets to schedule its wake-up before the clock moves).
+    /// Lets tasks that are ready run until they suspend again: a task that just called
+    /// `sleep(for:)` schedules its wake-up, and a task woken by the last action (a timer's
+    /// `for await` loop) handles its element while `currentDate` is still that action's date.
+    /// Each round waits for a detached task of the lowest priority, which the global executor
+    /// runs after the jobs of higher priority that are ready. It is awaited through a
+    /// continuation, not its `value`: awaiting the value would raise its priority to the
+    /// caller's, and let it overtake the tasks it is meant to wait for.
     @MainActor private func yieldToPendingTasks() async {
-        for _ in 0..<16 { await Task.yield() }
+        for _ in 0..<32 {
+            await Task.yield()
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                Task.detached(priority: .background) {
+                    await Task.yield()
+                    continuation.resume()
+                }
+            }
+        }
     }
 
-    /// Advances the clock by the smallest step, on the main actor, after pending tasks ran.
+    /// Like `runDue(until:)`, but lets pending tasks run before each action and before the
+    /// final clock move.
+    @MainActor private func runDueYielding(until end: Duration) async {
+        while true {
+            await yieldToPendingTasks()
+            guard let next = takeDue(until: end) else { return }
+            next()
+        }
+    }
+
+    /// Advances the clock by the smallest step, on the main actor; see `advance(by:)`.
     @MainActor public func advance() async {
-        await yieldToPendingTasks()
-        advance(by: .nanoseconds(1), api: "advance()")
+        await runDueYielding(until: target(by: .nanoseconds(1), api: "advance()"))
     }
-    /// Advances the clock by `interval`, on the main actor, after pending tasks ran.
+
+    /// Advances the clock by `interval`, on the main actor, running every action that falls
+    /// due in order. Before each action, and before the clock makes its final move, tasks that
+    /// are ready get to run: a task woken by an action sees `currentDate` at that action's
+    /// deadline, and has handled what the action gave it when this returns.
+    ///
+    /// - Precondition: `interval` is not negative and not `.never`.
     @MainActor public func advance(by interval: DispatchTimeInterval) async {
-        await yieldToPendingTasks()
-        advance(by: interval, api: "advance(by:)")
+        await runDueYielding(until: target(by: interval, api: "advance(by:)"))
     }
-    /// Advances the clock by `interval` seconds, on the main actor, after pending tasks ran.
+
+    /// Advances the clock by `interval` seconds, on the main actor; see `advance(by:)`.
+    ///
+    /// - Precondition: `interval` is finite and not negative.
     @MainActor public func advance(by interval: TimeInterval) async {
-        await yieldToPendingTasks()
-        advance(seconds: interval, api: "advance(by:)")
+        await runDueYielding(until: target(seconds: interval, api: "advance(by:)"))
     }
-    /// Advances the clock to `newDate`, on the main actor, after pending tasks ran.
+
+    /// Advances the clock to `newDate`, on the main actor; see `advance(by:)`.
+    ///
+    /// - Precondition: `newDate` is neither NaN nor before `currentDate`.
     @MainActor public func advance(to newDate: Date) async {
-        await yieldToPendingTasks()
-        advance(toDate: newDate)
+        await runDueYielding(until: target(of: newDate))
     }
-    /// Runs every scheduled action, on the main actor, after pending tasks ran.
+
+    /// Runs every scheduled action up to `Date.distantFuture`, on the main actor; see
+    /// `advance(by:)` and `run()`.
     @MainActor public func run() async {
-        await yieldToPendingTasks()
-        advance(toDate: .distantFuture)
+        await runDueYielding(until: target(of: .distantFuture))
     }
 }
 
