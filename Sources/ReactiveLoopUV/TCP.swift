@@ -1,7 +1,7 @@
 import CLibUV
 import Dispatch
 import Synchronization
-@_spi(ReactiveLoopRuntime) import ReactiveLoop
+import ReactiveLoop
 
 #if canImport(Glibc)
     import Glibc

@@ -141,7 +141,7 @@ extension DispatchTimeInterval {
 
     /// The interval in whole nanoseconds (saturating); `.never` is `Int.max`.
     @usableFromInline
-    var nanoseconds: Int {
+    package var nanoseconds: Int {
         switch self {
         case let .seconds(value):
             return value.multipliedReportingOverflow(by: 1_000_000_000).overflow ? .max : value * 1_000_000_000
@@ -193,17 +193,9 @@ extension Duration {
 
 /// Checks the arguments of a repeating `schedule(after:interval:leeway:action:)`, the same way
 /// on every scheduler.
-@_spi(ReactiveLoopRuntime)
-public func _checkRepeating(date: Date, interval: DispatchTimeInterval, leeway: DispatchTimeInterval, _ api: String) {
+package func _checkRepeating(date: Date, interval: DispatchTimeInterval, leeway: DispatchTimeInterval, _ api: String) {
     _require(!date.timeIntervalSinceReferenceDate.isNaN, "\(api): date is NaN")
     _require(
         interval.duration.map { $0 > .zero } ?? false, "\(api): interval must be positive and finite, got \(interval)")
     _require(leeway.duration.map { $0 >= .zero } ?? false, "\(api): leeway must be finite and >= 0, got \(leeway)")
-}
-
-extension DispatchTimeInterval {
-    /// The interval in whole nanoseconds (saturating; `.never` is `Int.max`), for the runtime
-    /// module's schedulers.
-    @_spi(ReactiveLoopRuntime)
-    public var _saturatingNanoseconds: Int { nanoseconds }
 }
