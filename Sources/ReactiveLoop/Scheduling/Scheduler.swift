@@ -190,12 +190,3 @@ extension Duration {
         return .seconds(Int64(whole)) + .nanoseconds(Int64(((seconds - whole) * 1e9).rounded()))
     }
 }
-
-/// Checks the arguments of a repeating `schedule(after:interval:leeway:action:)`, the same way
-/// on every scheduler.
-package func _checkRepeating(date: Date, interval: DispatchTimeInterval, leeway: DispatchTimeInterval, _ api: String) {
-    _require(!date.timeIntervalSinceReferenceDate.isNaN, "\(api): date is NaN")
-    _require(
-        interval.duration.map { $0 > .zero } ?? false, "\(api): interval must be positive and finite, got \(interval)")
-    _require(leeway.duration.map { $0 >= .zero } ?? false, "\(api): leeway must be finite and >= 0, got \(leeway)")
-}

@@ -44,8 +44,8 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
     ///
     /// - Precondition: `date` is not NaN (`api` names the caller in the message).
     package func deadline(for date: Date, _ api: @autoclosure () -> String) -> Deadline {
+        _checkDate(date, api())
         let seconds = date.timeIntervalSinceReferenceDate
-        _require(!seconds.isNaN, "\(api()): date is NaN")
         guard seconds < .infinity else { return .never }
         let before = Self.monotonicNow
         let wall = wallClock().timeIntervalSinceReferenceDate
