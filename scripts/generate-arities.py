@@ -3,7 +3,7 @@
 import pathlib
 
 LETTERS = "ABCDEFGHIJ"
-TARGET = pathlib.Path(__file__).resolve().parent.parent / "Sources/ReactiveLoop/Operators/Aggregate+Arities.swift"
+TARGET = pathlib.Path(__file__).resolve().parent.parent / "Sources/ReactiveLoop/Operators/CombineLatest+Arities.swift"
 
 
 def params(n, kind):
