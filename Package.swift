@@ -24,7 +24,10 @@ let package = Package(
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .target(name: "ReactiveLoopUV", dependencies: ["ReactiveLoop", "CLibUV"]),
         .executableTarget(name: "ReactiveLoopExample", dependencies: ["ReactiveLoop"]),
-        .testTarget(name: "ReactiveLoopTests", dependencies: ["ReactiveLoop"]),
+        // What the test targets share: helpers and the scheduler conformance checks.
+        .target(
+            name: "ReactiveLoopTestSupport", dependencies: ["ReactiveLoop"], path: "Tests/ReactiveLoopTestSupport"),
+        .testTarget(name: "ReactiveLoopTests", dependencies: ["ReactiveLoop", "ReactiveLoopTestSupport"]),
         // The MVVM example: a headless sign-up view model, a demo that drives it, and its tests.
         .target(name: "SignUpViewModel", dependencies: ["ReactiveLoop"], path: "Examples/SignUp/ViewModel"),
         .executableTarget(
@@ -56,8 +59,10 @@ let package = Package(
             name: "loopd-bench",
             dependencies: ["CLoadGen", "LoopdCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .testTarget(name: "LoopdTests", dependencies: ["LoopdCore", "loopd"]),
-        .testTarget(name: "ReactiveLoopUVTests", dependencies: ["ReactiveLoop", "ReactiveLoopUV", "UVTestHost"]),
+        .testTarget(name: "LoopdTests", dependencies: ["LoopdCore", "loopd", "ReactiveLoopTestSupport"]),
+        .testTarget(
+            name: "ReactiveLoopUVTests",
+            dependencies: ["ReactiveLoop", "ReactiveLoopUV", "UVTestHost", "ReactiveLoopTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

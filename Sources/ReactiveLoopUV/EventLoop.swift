@@ -1,7 +1,7 @@
 import CLibUV
 import Dispatch
 import Foundation
-@_spi(ReactiveLoopRuntime) import ReactiveLoop
+import ReactiveLoop
 import Synchronization
 
 #if canImport(Glibc)

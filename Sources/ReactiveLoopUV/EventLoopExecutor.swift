@@ -1,5 +1,5 @@
 import Foundation
-@_spi(ReactiveLoopRuntime) import ReactiveLoop
+import ReactiveLoop
 
 /// The loop as an executor for Swift concurrency.
 ///

@@ -1,7 +1,7 @@
 import CLibUV
 import Dispatch
 import Foundation
-@_spi(ReactiveLoopRuntime) import ReactiveLoop
+import ReactiveLoop
 import Synchronization
 
 #if canImport(Glibc)
@@ -101,7 +101,7 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     ) -> (any Disposable)? {
         let api = "LoopScheduler.schedule(after:interval:leeway:action:)"
         _checkRepeating(date: date, interval: interval, leeway: leeway, api)
-        let period = UInt64(interval._saturatingNanoseconds)
+        let period = UInt64(interval.nanoseconds)
         let item = _LoopTimedAction(action, interval: period, loop: loop)
         switch clock.deadline(for: date, api) {
         case .now: return add(item, at: clock.monotonicTime(ofPast: date))

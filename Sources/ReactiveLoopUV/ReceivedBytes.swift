@@ -67,7 +67,11 @@ public struct ReceivedBytes: RandomAccessCollection, Hashable, Sendable, CustomS
 }
 
 /// A receive buffer. Written by the loop thread only while no `ReceivedBytes` refers to it.
-public final class _ByteStorage: @unchecked Sendable {  // Immutable while shared; see above.
+///
+/// Not part of the API: `@usableFromInline` only because `ReceivedBytes`' inlinable accessors
+/// read its memory.
+@usableFromInline
+final class _ByteStorage: @unchecked Sendable {  // Immutable while shared; see above.
     @usableFromInline let base: UnsafeMutableRawPointer
     let capacity: Int
 

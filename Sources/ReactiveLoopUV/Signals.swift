@@ -1,5 +1,5 @@
 import CLibUV
-@_spi(ReactiveLoopRuntime) import ReactiveLoop
+import ReactiveLoop
 
 #if canImport(Glibc)
     import Glibc

@@ -1,7 +1,7 @@
 import CLibUV
 import Dispatch
 import Synchronization
-@_spi(ReactiveLoopRuntime) import ReactiveLoop
+import ReactiveLoop
 
 #if canImport(Glibc)
     import Glibc
@@ -155,7 +155,7 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
 
         /// Limits with the given bounds (nil: none).
         ///
-        /// - Precondition: Each bound given is positive (and finite for the timeouts).
+        /// - Precondition: Each bound given is positive; the timeouts are finite, at most 1e9 seconds.
         public init(writeHighWaterMark: Int? = nil, writeTimeout: Double? = nil, idleTimeout: Double? = nil) {
             if let writeHighWaterMark {
                 _require(
@@ -163,10 +163,8 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
                     "TCPConnection.Limits: writeHighWaterMark must be > 0, got \(writeHighWaterMark)")
             }
             for (name, value) in [("writeTimeout", writeTimeout), ("idleTimeout", idleTimeout)] {
-                guard let value else { continue }
-                _require(
-                    value.isFinite && value > 0 && value < 1e9,
-                    "TCPConnection.Limits: \(name) must be a positive number of seconds, got \(value)")
+                // At most 1e9 s, so that the deadline in nanoseconds fits in a UInt64.
+                if let value { _checkInterval(value, "TCPConnection.Limits", .positiveUpTo(1e9), argument: name) }
             }
             self.writeHighWaterMark = writeHighWaterMark
             self.writeTimeout = writeTimeout

@@ -1,6 +1,6 @@
 import CLibUV
 import Dispatch
-@_spi(ReactiveLoopRuntime) import ReactiveLoop
+import ReactiveLoop
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import ReactiveLoop
 import ReactiveLoopUV
 
 #if canImport(Glibc)
@@ -77,21 +78,20 @@ struct Loopd: ParsableCommand {
         func check(_ condition: Bool, _ message: String) throws {
             if !condition { throw ValidationError(message) }
         }
+        func checkInterval(_ flag: String, _ seconds: Double, in range: ClosedRange<Double>) throws {
+            if let problem = _intervalProblem(flag, seconds, .within(range)) { throw ValidationError(problem) }
+        }
         try check((0...65535).contains(port), "--port must be in 0...65535, got \(port)")
         try check(
             udpBuffer > 0 && udpBuffer <= Int(Int32.max), "--udp-buffer must be in 1...\(Int32.max), got \(udpBuffer)")
         try check(maxLine > 0 && maxLine <= 65536, "--max-line must be in 1...65536, got \(maxLine)")
-        try check(
-            flushInterval.isFinite && flushInterval >= 0.01 && flushInterval <= 86400,
-            "--flush-interval must be in 0.01...86400 seconds, got \(flushInterval)")
+        try checkInterval("--flush-interval", flushInterval, in: 0.01...86400)
         try check(
             maxSeries > 0 && maxSeries <= Int(Int32.max), "--max-series must be in 1...\(Int32.max), got \(maxSeries)")
         try check(
             expireAfter >= 0 && expireAfter <= Int(UInt32.max),
             "--expire-after must be in 0...\(UInt32.max), got \(expireAfter)")
-        try check(
-            tcpIdleTimeout.isFinite && tcpIdleTimeout >= 0 && tcpIdleTimeout <= 86400,
-            "--tcp-idle-timeout must be in 0...86400 seconds, got \(tcpIdleTimeout)")
+        try checkInterval("--tcp-idle-timeout", tcpIdleTimeout, in: 0...86400)
         try check(
             graphiteMaxQueued >= 1024 && graphiteMaxQueued <= 1 << 40,
             "--graphite-max-queued must be in 1024...\(1 << 40) bytes, got \(graphiteMaxQueued)")

@@ -1,4 +1,5 @@
 import Foundation
+import ReactiveLoopTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -64,7 +65,9 @@ struct HostileLoopdOutputTests {
             let connection = receiver.accept()
             try #require(connection >= 0, "restart \(restart): loopd did not connect")
             udp.send("restart.count:1|c")
-            #expect(eventually(seconds: 10) { FakeReceiver.drain(connection).contains("restart.count") })
+            #expect(
+                eventually(seconds: 10, pollingEvery: 0.01) { FakeReceiver.drain(connection).contains("restart.count") }
+            )
             // Carbon restarts: its end closes; it comes back on the same port.
             close(connection)
         }
@@ -183,7 +186,8 @@ struct HostileLoopdOutputTests {
         }
         let before = try #require(linesReceived())
         udp.send("after.the.stall:1|c")
-        #expect(eventually(seconds: 10) { (linesReceived() ?? 0) > before }, "Prometheus kept flushing")
+        #expect(
+            eventually(seconds: 10, pollingEvery: 0.01) { (linesReceived() ?? 0) > before }, "Prometheus kept flushing")
         let stopped = loopd.signal(SIGTERM)
         #expect(stopped < 6, "SIGTERM took \(stopped) s with a stalled standard output")
         #expect(!loopd.process.isRunning)
@@ -235,7 +239,7 @@ struct HostileLoopdLogTests {
         let udp = UDPSender(port: port)
         for _ in 0..<2000 { udp.send((0..<20).map { "bad.line.\($0):x|c\n" }.joined()) }
         udp.send("after.the.flood:1|c")
-        let served = eventually(seconds: 10) {
+        let served = eventually(seconds: 10, pollingEvery: 0.01) {
             guard let client = try? TCPClient(port: metricsPort) else { return false }
             client.send("GET /metrics HTTP/1.1\r\n\r\n")
             return String(decoding: client.readToEnd(seconds: 2).bytes, as: UTF8.self).contains("after_the_flood")
@@ -293,14 +297,4 @@ func counterDatagrams(_ prefix: String, series: Int) -> [String] {
     stride(from: 0, to: series, by: 20).map { first in
         (first..<min(first + 20, series)).map { "\(prefix).\($0):1|c\n" }.joined()
     }
-}
-
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        if Date() > deadline { return false }
-        usleep(10_000)
-    }
-    return true
 }

@@ -59,6 +59,29 @@ struct ArgumentCheckTests {
         #expect(standardError(queueNever).contains("interval must be positive and finite, got never"))
     }
 
+    @Test func collectEveryRejectsANeverInterval() async {
+        let never = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = SignalProducer<Int, Never>(value: 1).collect(every: .never, on: TestScheduler())
+        }
+        #expect(
+            standardError(never).contains(
+                "collect(every:on:skipEmpty:discardWhenCompleted:): interval must be positive and finite, got never"))
+    }
+
+    @Test func eachIntervalRuleIsWordedOneWay() {
+        #expect(_intervalProblem("interval", 0, .nonNegative) == nil)
+        #expect(_intervalProblem("interval", -1, .nonNegative) == "interval must be finite and >= 0, got -1.0")
+        #expect(_intervalProblem("interval", 0, .positive) == "interval must be positive and finite, got 0.0")
+        #expect(_intervalProblem("interval", .infinity, .finite) == "interval must be finite, got inf")
+        #expect(
+            _intervalProblem("idleTimeout", 2e9, .positiveUpTo(1e9))
+                == "idleTimeout must be positive and at most 1000000000 seconds, got 2000000000.0")
+        #expect(
+            _intervalProblem("--flush-interval", .nan, .within(0.01...86400))
+                == "--flush-interval must be in 0.01...86400 seconds, got nan")
+        #expect(_intervalProblem("interval", 1e-9, .positive, shown: "nanoseconds(1)") == nil)
+    }
+
     @Test func countArgumentsNameTheOperator() async {
         let take = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = SignalProducer<Int, Never>(value: 1).take(first: -1)

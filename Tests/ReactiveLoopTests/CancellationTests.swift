@@ -1,5 +1,6 @@
 import Foundation
 import ReactiveLoop
+import ReactiveLoopTestSupport
 import Testing
 
 // What happens when a run ends: a disposed run of a scheduling operator delivers exactly

@@ -1,3 +1,4 @@
+import ReactiveLoopTestSupport
 import Testing
 @testable import ReactiveLoop
 
@@ -82,42 +83,5 @@ struct DisposableTests {
         let member = AnyDisposable()
         serial.inner = member
         #expect(serial.inner === member)
-    }
-}
-
-@Suite("Lifetime")
-struct LifetimeTests {
-    @Test func tokenEndsTheLifetimeWhenDisposedOrReleased() {
-        var log: [String] = []
-        var token: Lifetime.Token? = Lifetime.Token()
-        let lifetime = Lifetime(token!)
-        lifetime.observeEnded { log.append("ended") }
-        lifetime += AnyDisposable { log.append("disposed") }
-        #expect(!lifetime.hasEnded)
-        token = nil
-        #expect(lifetime.hasEnded)
-        #expect(log == ["ended", "disposed"])
-        let (made, madeToken) = Lifetime.make()
-        madeToken.dispose()
-        #expect(made.hasEnded)
-    }
-
-    @Test func observingAnEndedLifetimeRunsAtOnce() {
-        var ran = false
-        #expect(Lifetime.empty.observeEnded { ran = true } == nil)
-        #expect(ran)
-        let disposable = AnyDisposable()
-        Lifetime.empty += disposable
-        #expect(disposable.isDisposed)
-    }
-
-    @Test func endedSignalCompletesWhenTheLifetimeEnds() {
-        let (lifetime, token) = Lifetime.make()
-        var completed = 0
-        lifetime.ended.observeCompleted { completed += 1 }
-        token.dispose()
-        #expect(completed == 1)
-        Lifetime.empty.ended.observe { event in if event.isTerminating { completed += 1 } }
-        #expect(completed == 2)
     }
 }

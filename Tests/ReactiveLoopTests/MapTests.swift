@@ -1,3 +1,4 @@
+import ReactiveLoopTestSupport
 import Testing
 @testable import ReactiveLoop
 

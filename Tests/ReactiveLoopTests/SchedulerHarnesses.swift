@@ -1,12 +1,15 @@
 import Dispatch
 import Foundation
+import ReactiveLoopTestSupport
 import Testing
 @testable @_spi(Testing) import ReactiveLoop
 
-/// The schedulers the shared conformance suite (`SchedulerConformance.swift`) runs on here.
-extension SchedulerHarness {
-    static let all: [SchedulerHarness] = [.immediate, .test, .queue, .main]
-    static let dated: [SchedulerHarness] = [.test, .queue]
+/// The shared conformance checks (ReactiveLoopTestSupport's `SchedulerConformance`) on the
+/// schedulers of the core.
+@Suite("Scheduler conformance", .serialized)
+struct SchedulerConformanceTests {
+    @Test(arguments: SchedulerConformance.cases(all: [.immediate, .test, .queue, .main], dated: [.test, .queue]))
+    func conforms(check: SchedulerConformanceCheck, harness: SchedulerHarness) { check(harness) }
 }
 
 /// Wall-clock jumps, per scheduler with real dates (the loop scheduler's is in its own tests).

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ReactiveLoopTestSupport
 import Testing
 @testable @_spi(Testing) import ReactiveLoop
 

@@ -1,4 +1,5 @@
 import Foundation
+import ReactiveLoopTestSupport
 import Synchronization
 import Testing
 @testable @_spi(Testing) import ReactiveLoop

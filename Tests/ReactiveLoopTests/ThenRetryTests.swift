@@ -1,4 +1,5 @@
 import Foundation
+import ReactiveLoopTestSupport
 import Testing
 @testable import ReactiveLoop
 
@@ -113,6 +114,28 @@ struct ThenRetryTests {
         let none = Recorder<Int, TestError>()
         flaky.retry(upTo: 0).start(none.observer)
         #expect(none.events == [.failed(TestError(code: 1))])
+    }
+
+    @Test func retryWithIntervalWaitsBetweenAttempts() {
+        let scheduler = TestScheduler()
+        let attempts = Timeline<Int, TestError>(scheduler)
+        let count = Box(0)
+        SignalProducer<Int, TestError> { observer, _ in
+            count.modify { $0 += 1 }
+            if count.value < 3 {
+                observer.send(error: TestError(code: count.value))
+            } else {
+                observer.send(value: 0)
+                observer.sendCompleted()
+            }
+        }.on(failed: { _ in }).retry(upTo: 3, interval: 2, on: scheduler).start(attempts.observer)
+        scheduler.advance(by: 1)
+        #expect(count.value == 1)
+        scheduler.advance(by: 1)
+        #expect(count.value == 2)
+        scheduler.advance(by: 2)
+        #expect(count.value == 3)
+        #expect(attempts.entries == ["4.0:VALUE 0", "4.0:COMPLETED"])
     }
 }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import ReactiveLoop
+import ReactiveLoopTestSupport
 import Synchronization
 import Testing
 @testable @_spi(Testing) import ReactiveLoopUV

@@ -2,6 +2,7 @@ import CLibUV
 import Dispatch
 import Foundation
 import ReactiveLoop
+import ReactiveLoopTestSupport
 import Testing
 @testable import ReactiveLoopUV
 

@@ -2,18 +2,9 @@ import CLibUV
 import Dispatch
 import Foundation
 import ReactiveLoop
+import ReactiveLoopTestSupport
 import Testing
 @testable import ReactiveLoopUV
-
-/// Polls `condition` until it holds or `seconds` pass (generous: a bound, not a measurement).
-func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date(timeIntervalSinceNow: seconds)
-    while !condition() {
-        if Date() > deadline { return false }
-        usleep(1_000)
-    }
-    return true
-}
 
 /// What a producer run sent, recorded from the loop thread.
 final class Recorder<Value, Failure: Error>: @unchecked Sendable {

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import ReactiveLoop
+import ReactiveLoopTestSupport
 import Testing
 @testable import ReactiveLoopUV
 

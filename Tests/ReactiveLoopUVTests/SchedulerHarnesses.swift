@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
 import ReactiveLoop
+import ReactiveLoopTestSupport
+import Testing
 @testable import ReactiveLoopUV
 
 /// One loop on its own thread for the conformance suite (each scheduler made on it).
@@ -18,8 +20,12 @@ extension SchedulerHarness {
                 drained.wait()
             }
         })
+}
 
-    /// The schedulers the shared conformance suite (`SchedulerConformance.swift`) runs on here.
-    static let all: [SchedulerHarness] = [.loop]
-    static let dated: [SchedulerHarness] = [.loop]
+/// The shared conformance checks (ReactiveLoopTestSupport's `SchedulerConformance`) on the
+/// loop's scheduler.
+@Suite("Scheduler conformance", .serialized)
+struct SchedulerConformanceTests {
+    @Test(arguments: SchedulerConformance.cases(all: [.loop], dated: [.loop]))
+    func conforms(check: SchedulerConformanceCheck, harness: SchedulerHarness) { check(harness) }
 }

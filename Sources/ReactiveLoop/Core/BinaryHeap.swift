@@ -1,7 +1,8 @@
 /// An element of a `_BinaryHeap`.
 ///
-/// Public (with an underscore) only so that ReactiveLoopUV can share it; not part of the API.
-public protocol _HeapElement {
+/// Package access: the runtime module's scheduler shares it; not part of the API.
+@usableFromInline
+package protocol _HeapElement {
     /// Whether `self` comes out of the heap before `other`.
     func precedes(_ other: Self) -> Bool
     /// Called when the element moves to `index`, or leaves the heap (-1). Elements that must be
@@ -12,31 +13,32 @@ public protocol _HeapElement {
 extension _HeapElement {
     /// Does nothing: the element is only ever removed from the top.
     @inlinable
-    public func heapIndexDidChange(to index: Int) {}
+    package func heapIndexDidChange(to index: Int) {}
 }
 
 /// A binary min-heap: insertion and removal (from the top, or at a known index) in O(log n).
 ///
 /// Used by the schedulers for their timed actions. `@inlinable` so that each user gets it
 /// specialized for its element type (no generic call per comparison).
-public struct _BinaryHeap<Element: _HeapElement> {
+@usableFromInline
+package struct _BinaryHeap<Element: _HeapElement> {
     @usableFromInline var storage: ContiguousArray<Element> = []
 
     /// An empty heap.
     @inlinable
-    public init() {}
+    package init() {}
 
     /// How many elements the heap holds.
     @inlinable
-    public var count: Int { storage.count }
+    package var count: Int { storage.count }
 
     /// The element that comes out first, if any.
     @inlinable
-    public var first: Element? { storage.first }
+    package var first: Element? { storage.first }
 
     /// Adds `element`.
     @inlinable
-    public mutating func insert(_ element: Element) {
+    package mutating func insert(_ element: Element) {
         storage.append(element)
         siftUp(storage.count - 1)
     }
@@ -44,7 +46,7 @@ public struct _BinaryHeap<Element: _HeapElement> {
     /// Removes and returns the element at `index` (0 is the top).
     @inlinable
     @discardableResult
-    public mutating func remove(at index: Int) -> Element {
+    package mutating func remove(at index: Int) -> Element {
         let removed = storage[index]
         let last = storage.removeLast()
         removed.heapIndexDidChange(to: -1)
@@ -61,7 +63,7 @@ public struct _BinaryHeap<Element: _HeapElement> {
 
     /// Removes every element for which `shouldRemove` is true, then restores the heap order.
     @inlinable
-    public mutating func removeAll(where shouldRemove: (Element) -> Bool) {
+    package mutating func removeAll(where shouldRemove: (Element) -> Bool) {
         storage.removeAll(where: shouldRemove)
         var index = storage.count / 2
         while index > 0 {
@@ -73,7 +75,7 @@ public struct _BinaryHeap<Element: _HeapElement> {
 
     /// Removes every element.
     @inlinable
-    public mutating func removeAll() {
+    package mutating func removeAll() {
         for element in storage { element.heapIndexDidChange(to: -1) }
         storage.removeAll()
     }

@@ -15,13 +15,15 @@
 /// atomic exchange. The mutex (and the condition variable, for locks that wait) share one
 /// heap allocation made at creation, so they never move.
 ///
-/// Public (with an underscore) only so that ReactiveLoopUV can share it; not part of the API.
-public final class _Lock: @unchecked Sendable {  // Safe: every access goes through the pthread mutex.
+/// Package access: the runtime module and loopd share it; not part of the API.
+@usableFromInline
+package final class _Lock: @unchecked Sendable {  // Safe: every access goes through the pthread mutex.
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     @usableFromInline let condition: UnsafeMutablePointer<pthread_cond_t>?
 
     /// Creates a lock; `withCondition` adds a condition variable for `wait()` and `broadcast()`.
-    public init(withCondition: Bool = false) {
+    @usableFromInline
+    package init(withCondition: Bool = false) {
         let conditionOffset = MemoryLayout<pthread_mutex_t>.stride
         let size = conditionOffset + (withCondition ? MemoryLayout<pthread_cond_t>.stride : 0)
         let storage = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
@@ -45,18 +47,18 @@ public final class _Lock: @unchecked Sendable {  // Safe: every access goes thro
     }
 
     @inlinable
-    public func lock() {
+    package func lock() {
         let result = pthread_mutex_lock(mutex)
         assert(result == 0, "_Lock.lock: pthread_mutex_lock failed with \(result)")
     }
 
     @inlinable
-    public func tryLock() -> Bool {
+    package func tryLock() -> Bool {
         pthread_mutex_trylock(mutex) == 0
     }
 
     @inlinable
-    public func unlock() {
+    package func unlock() {
         let result = pthread_mutex_unlock(mutex)
         assert(result == 0, "_Lock.unlock: pthread_mutex_unlock failed with \(result)")
     }
@@ -64,14 +66,15 @@ public final class _Lock: @unchecked Sendable {  // Safe: every access goes thro
     /// Blocks until `broadcast()`; the caller must hold the lock. Wakeups may be spurious.
     /// - Precondition: the lock was created `withCondition`.
     @inlinable
-    public func wait() {
+    package func wait() {
         let result = pthread_cond_wait(condition.unsafelyUnwrapped, mutex)
         assert(result == 0, "_Lock.wait: pthread_cond_wait failed with \(result)")
     }
 
     /// Like `wait()`, but gives up after `seconds`; returns `false` if it timed out.
     /// - Precondition: the lock was created `withCondition`.
-    public func wait(seconds: Double) -> Bool {
+    @usableFromInline
+    package func wait(seconds: Double) -> Bool {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let whole = Int(seconds)
@@ -85,12 +88,12 @@ public final class _Lock: @unchecked Sendable {  // Safe: every access goes thro
 
     /// Wakes every thread in `wait()`. - Precondition: the lock was created `withCondition`.
     @inlinable
-    public func broadcast() {
+    package func broadcast() {
         pthread_cond_broadcast(condition.unsafelyUnwrapped)
     }
 
     @inlinable
-    public func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
         lock()
         defer { unlock() }
         return try body()

@@ -209,26 +209,22 @@ public final class TestScheduler: DateScheduler {
 
     /// Where advancing by `interval` moves the monotonic clock.
     fileprivate func target(by interval: DispatchTimeInterval, api: String) -> Duration {
-        guard let step = interval.duration, step >= .zero else {
-            _argumentFailure("TestScheduler.\(api): interval must be finite and >= 0, got \(interval)")
-        }
+        _checkInterval(interval, "TestScheduler.\(api)", .nonNegative)
+        let step = interval.duration!
         return lock.withLock { now + step }
     }
 
     /// Where advancing by `interval` seconds moves the monotonic clock.
     fileprivate func target(seconds interval: TimeInterval, api: String) -> Duration {
-        _require(
-            interval >= 0 && interval.isFinite,
-            "TestScheduler.\(api): interval must be finite and >= 0, got \(interval)")
+        _checkInterval(interval, "TestScheduler.\(api)")
         return lock.withLock { now + .rounded(seconds: interval) }
     }
 
     /// Moves `currentDate` back by `interval`, as a wall-clock change would. Scheduled
     /// deadlines keep their remaining delay (time is monotonic).
     public func rewind(by interval: DispatchTimeInterval) {
-        guard let step = interval.duration else {
-            _argumentFailure("TestScheduler.rewind(by:): interval must be finite, got \(interval)")
-        }
+        _checkInterval(interval, "TestScheduler.rewind(by:)", .finite)
+        let step = interval.duration!
         lock.withLock { wallOffset -= step }
     }
 

@@ -9,10 +9,11 @@ import Foundation
 /// the wall clock is read between two monotonic reads, so the true offset lies in a known
 /// interval, and only an offset outside that interval (widened by a millisecond) is a jump. A
 /// thread preempted between its reads widens the interval instead of looking like a jump.
-@_spi(ReactiveLoopRuntime)
-public final class _WallClockMapping: @unchecked Sendable {  // `offset` is protected by `lock`.
+///
+/// Package access: the runtime module's scheduler shares it; not part of the API.
+package final class _WallClockMapping: @unchecked Sendable {  // `offset` is protected by `lock`.
     /// Where a date falls.
-    public enum Deadline: Equatable, Sendable {
+    package enum Deadline: Equatable, Sendable {
         /// Not in the future by the wall clock: run it now.
         case now
         /// At this monotonic time, in nanoseconds.
@@ -28,23 +29,23 @@ public final class _WallClockMapping: @unchecked Sendable {  // `offset` is prot
     private static let jumpThreshold: Double = 0.001
 
     /// A mapping that reads the wall clock with `wallClock` (tests inject jumps with it).
-    public init(wallClock: @escaping @Sendable () -> Date = { Date() }) {
+    package init(wallClock: @escaping @Sendable () -> Date = { Date() }) {
         self.wallClock = wallClock
     }
 
     /// The current wall-clock date.
-    public var currentDate: Date { wallClock() }
+    package var currentDate: Date { wallClock() }
 
     /// The monotonic time now, in nanoseconds.
-    public static var monotonicNow: UInt64 { DispatchTime.now().uptimeNanoseconds }
+    package static var monotonicNow: UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     /// The deadline of `date`, fixed now. "Not in the future" is judged on the wall clock the
     /// date comes from, not through the offset, which may lag it by up to a millisecond.
     ///
     /// - Precondition: `date` is not NaN (`api` names the caller in the message).
-    public func deadline(for date: Date, _ api: @autoclosure () -> String) -> Deadline {
+    package func deadline(for date: Date, _ api: @autoclosure () -> String) -> Deadline {
+        _checkDate(date, api())
         let seconds = date.timeIntervalSinceReferenceDate
-        _require(!seconds.isNaN, "\(api()): date is NaN")
         guard seconds < .infinity else { return .never }
         let before = Self.monotonicNow
         let wall = wallClock().timeIntervalSinceReferenceDate
@@ -59,7 +60,7 @@ public final class _WallClockMapping: @unchecked Sendable {  // `offset` is prot
     /// offset as `deadline(for:_:)`, so that it orders against the deadlines of dates in the
     /// future the way the dates do. Schedulers use it to queue a due action behind a pending
     /// one of the same or an earlier date.
-    public func monotonicTime(ofPast date: Date) -> UInt64 {
+    package func monotonicTime(ofPast date: Date) -> UInt64 {
         let before = Self.monotonicNow
         let wall = wallClock().timeIntervalSinceReferenceDate
         let after = Self.monotonicNow

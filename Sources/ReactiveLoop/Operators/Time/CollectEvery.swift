@@ -33,9 +33,7 @@ final class _CollectEveryState<Value, Error: Swift.Error>: @unchecked Sendable {
         _ interval: DispatchTimeInterval, _ scheduler: any DateScheduler, _ skipEmpty: Bool,
         _ discardWhenCompleted: Bool
     ) -> (_SerialSink<[Value], Error>, Lifetime) -> Signal<Value, Error>.Observer {
-        _require(
-            interval.nanoseconds > 0,
-            "collect(every:on:skipEmpty:discardWhenCompleted:): interval must be positive, got \(interval)")
+        _checkInterval(interval, "collect(every:on:skipEmpty:discardWhenCompleted:)", .positive)
         return { sink, lifetime in
             Signal.Observer(
                 _CollectEveryState(
@@ -93,6 +91,7 @@ extension Signal {
     ///   - skipEmpty: Whether to skip intervals in which nothing arrived (default: send `[]`).
     ///   - discardWhenCompleted: Whether values collected since the last send are dropped at
     ///     completion (the default) or sent before it.
+    /// - Precondition: `interval` is positive and finite (not `.never`).
     public func collect(
         every interval: DispatchTimeInterval, on scheduler: any DateScheduler, skipEmpty: Bool = false,
         discardWhenCompleted: Bool = true

@@ -43,12 +43,6 @@ extension SignalProducer {
     }
 }
 
-/// Checks a time operator's interval: finite and not negative, in release builds too.
-@usableFromInline
-func _checkInterval(_ interval: TimeInterval, _ api: StaticString) {
-    _require(interval >= 0 && interval.isFinite, "\(api): interval must be finite and >= 0, got \(interval)")
-}
-
 /// What every timed operator's per-run state holds: its interval, scheduler and output, and
 /// the serial disposable of its pending timer, which ends with the run.
 @usableFromInline

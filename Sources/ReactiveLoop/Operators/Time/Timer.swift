@@ -8,7 +8,7 @@ extension SignalProducer where Value == Date, Error == Never {
     public static func timer(interval: DispatchTimeInterval, on scheduler: any DateScheduler) -> SignalProducer<
         Value, Error
     > {
-        _checkTimerInterval(interval, "timer(interval:on:)")
+        _checkInterval(interval, "timer(interval:on:)", .positive)
         return timer(interval: interval, on: scheduler, leeway: .nanoseconds(interval.nanoseconds / 10))
     }
 
@@ -20,10 +20,8 @@ extension SignalProducer where Value == Date, Error == Never {
     public static func timer(
         interval: DispatchTimeInterval, on scheduler: any DateScheduler, leeway: DispatchTimeInterval
     ) -> SignalProducer<Value, Error> {
-        _checkTimerInterval(interval, "timer(interval:on:leeway:)")
-        _require(
-            leeway.duration.map { $0 >= .zero } ?? false,
-            "timer(interval:on:leeway:): leeway must be finite and >= 0, got \(leeway)")
+        _checkInterval(interval, "timer(interval:on:leeway:)", .positive)
+        _checkInterval(leeway, "timer(interval:on:leeway:)", .nonNegative, argument: "leeway")
         return SignalProducer { observer, lifetime in
             lifetime += scheduler.schedule(after: interval, interval: interval, leeway: leeway) {
                 observer.send(value: scheduler.currentDate)
@@ -40,7 +38,7 @@ extension SignalProducer where Error == Never {
     public static func interval<S: Sequence>(
         _ values: S, interval: DispatchTimeInterval, on scheduler: any DateScheduler
     ) -> SignalProducer<S.Element, Error> where Value == S.Element {
-        _checkTimerInterval(interval, "interval(_:interval:on:)")
+        _checkInterval(interval, "interval(_:interval:on:)", .positive)
         return SignalProducer<S.Element, Error> { observer, lifetime in
             var iterator = values.makeIterator()  // Used on the scheduler's thread only.
             let ticks = SerialDisposable()
@@ -64,13 +62,7 @@ extension SignalProducer where Value == Int, Error == Never {
     public static func interval(_ interval: DispatchTimeInterval, on scheduler: any DateScheduler) -> SignalProducer<
         Value, Error
     > {
-        _checkTimerInterval(interval, "interval(_:on:)")
+        _checkInterval(interval, "interval(_:on:)", .positive)
         return .interval(0..., interval: interval, on: scheduler)
     }
-}
-
-/// Checks a timer's period: positive and finite (`.never` is not a period).
-func _checkTimerInterval(_ interval: DispatchTimeInterval, _ api: String) {
-    _require(
-        interval.duration.map { $0 > .zero } ?? false, "\(api): interval must be positive and finite, got \(interval)")
 }

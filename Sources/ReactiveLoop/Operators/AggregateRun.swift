@@ -1,4 +1,5 @@
-// combineLatest and zip: one run that aggregates the values of N sources.
+// The run behind combineLatest (CombineLatest.swift) and zip (Zip.swift): one run that
+// aggregates the values of N sources.
 
 /// How an aggregate pairs up the values of its sources.
 @usableFromInline
@@ -237,104 +238,5 @@ extension SignalProducer {
         return ._serialized { sink, lifetime in
             _AggregateRun.start(mode, sources, sink: sink, lifetime: lifetime, transform: transform)
         }
-    }
-}
-
-// MARK: Binary and sequence forms
-
-extension Signal {
-    /// Combines each value with the newest value of `other`, once both have sent one. Completes
-    /// when both complete; fails or interrupts as soon as either does.
-    @inlinable
-    public func combineLatest<U>(with other: Signal<U, Error>) -> Signal<(Value, U), Error> {
-        Signal.combineLatest(self, other)
-    }
-
-    /// Pairs the n-th value of this signal with the n-th value of `other`. Completes when both
-    /// complete, or when one completed and has no unpaired value left.
-    @inlinable
-    public func zip<U>(with other: Signal<U, Error>) -> Signal<(Value, U), Error> {
-        Signal.zip(self, other)
-    }
-
-    /// combineLatest over any number of signals, as arrays; an empty sequence never sends.
-    @inlinable
-    public static func combineLatest<S: Sequence>(_ signals: S) -> Signal<[Value], Error>
-    where S.Element == Signal<Value, Error> {
-        Signal<[Value], Error>._aggregate(.combineLatest, signals.map(_AggregateSource.init)) {
-            $0.map { _AggregateSlotOf<Value>.of($0).first }
-        }
-    }
-
-    /// zip over any number of signals, as arrays; an empty sequence never sends.
-    @inlinable
-    public static func zip<S: Sequence>(_ signals: S) -> Signal<[Value], Error>
-    where S.Element == Signal<Value, Error> {
-        Signal<[Value], Error>._aggregate(.zip, signals.map(_AggregateSource.init)) {
-            $0.map { _AggregateSlotOf<Value>.of($0).first }
-        }
-    }
-}
-
-extension SignalProducer {
-    /// Combines each value with the newest value of `other`; see `Signal.combineLatest(with:)`.
-    @inlinable
-    public func combineLatest<U>(with other: SignalProducer<U, Error>) -> SignalProducer<(Value, U), Error> {
-        SignalProducer.combineLatest(self, other)
-    }
-
-    /// Combines each value with the newest value of `other`; see `Signal.combineLatest(with:)`.
-    public func combineLatest<Other: SignalProducerConvertible>(
-        with other: Other
-    ) -> SignalProducer<(Value, Other.Value), Error> where Other.Error == Error {
-        SignalProducer.combineLatest(self, other.producer)
-    }
-
-    /// Pairs values in order with those of `other`; see `Signal.zip(with:)`.
-    @inlinable
-    public func zip<U>(with other: SignalProducer<U, Error>) -> SignalProducer<(Value, U), Error> {
-        SignalProducer.zip(self, other)
-    }
-
-    /// Pairs values in order with those of `other`; see `Signal.zip(with:)`.
-    public func zip<Other: SignalProducerConvertible>(
-        with other: Other
-    ) -> SignalProducer<(Value, Other.Value), Error> where Other.Error == Error {
-        SignalProducer.zip(self, other.producer)
-    }
-
-    /// combineLatest over any number of producers, as arrays; an empty sequence completes.
-    public static func combineLatest<S: Sequence>(_ producers: S) -> SignalProducer<[Value], Error>
-    where S.Element: SignalProducerConvertible, S.Element.Value == Value, S.Element.Error == Error {
-        SignalProducer<[Value], Error>._aggregate(.combineLatest, producers.map { _AggregateSource($0.producer) }) {
-            $0.map { _AggregateSlotOf<Value>.of($0).first }
-        }
-    }
-
-    /// combineLatest over any number of producers; an empty sequence sends `emptySentinel`
-    /// and completes.
-    public static func combineLatest<S: Sequence>(
-        _ producers: S, emptySentinel: [S.Element.Value]
-    ) -> SignalProducer<[Value], Error>
-    where S.Element: SignalProducerConvertible, S.Element.Value == Value, S.Element.Error == Error {
-        let sources = Array(producers)
-        return sources.isEmpty ? SignalProducer<[Value], Error>(value: emptySentinel) : combineLatest(sources)
-    }
-
-    /// zip over any number of producers, as arrays; an empty sequence completes.
-    public static func zip<S: Sequence>(_ producers: S) -> SignalProducer<[Value], Error>
-    where S.Element: SignalProducerConvertible, S.Element.Value == Value, S.Element.Error == Error {
-        SignalProducer<[Value], Error>._aggregate(.zip, producers.map { _AggregateSource($0.producer) }) {
-            $0.map { _AggregateSlotOf<Value>.of($0).first }
-        }
-    }
-
-    /// zip over any number of producers; an empty sequence sends `emptySentinel` and completes.
-    public static func zip<S: Sequence>(
-        _ producers: S, emptySentinel: [S.Element.Value]
-    ) -> SignalProducer<[Value], Error>
-    where S.Element: SignalProducerConvertible, S.Element.Value == Value, S.Element.Error == Error {
-        let sources = Array(producers)
-        return sources.isEmpty ? SignalProducer<[Value], Error>(value: emptySentinel) : zip(sources)
     }
 }

@@ -1,1 +1,0 @@
-../ReactiveLoopTests/SchedulerConformance.swift
