@@ -103,10 +103,15 @@ extension Signal {
             }
         }
 
-        /// Sends a `value` event.
+        /// Sends a `value` event: through the observer's value shortcut when it has one (an
+        /// operator's adapter), so that a value crosses a chain of operators as a plain argument.
         @inlinable
         public func send(value: Value) {
-            send(.value(value))
+            if let valueAction {
+                valueAction(value)
+            } else {
+                send(.value(value))
+            }
         }
 
         /// Sends a `failed` event, which ends the stream.

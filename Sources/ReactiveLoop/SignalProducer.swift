@@ -242,11 +242,19 @@ final class _ProducerRun<Value, Error: Swift.Error>: _RunLifetime {
     /// Runs `producer` as this run: its events go through `receive(_:)`, its lifetime is this.
     @inlinable
     func begin(_ producer: SignalProducer<Value, Error>) {
-        producer._run(Signal<Value, Error>.Observer { [self] event in self.receive(event) }, self)
+        producer._run(
+            Signal<Value, Error>.Observer({ [self] event in receive(event) }, values: { [self] value in receive(value) }),
+            self)
     }
 
     /// Delivers one event of the run; after a terminal event, ends the lifetime and ignores
     /// anything else.
+    /// Delivers one value of the run, unless it has terminated.
+    @inlinable
+    func receive(_ value: Value) {
+        observer?.send(value: value)
+    }
+
     @inlinable
     func receive(_ event: Signal<Value, Error>.Event) {
         guard let observer else { return }

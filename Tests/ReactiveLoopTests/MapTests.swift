@@ -144,3 +144,36 @@ struct MapTests {
         #expect(seen.value == ["value 1", "value 2", "mapped 3", "failed 7"])
     }
 }
+
+@Suite("map and friends: values on a producer run are not wrapped in events")
+struct MapValueShortcutTests {
+    /// An observer that counts values that reached it as events and as plain arguments.
+    private final class Counts: @unchecked Sendable {  // Test thread only.
+        var asEvents = 0
+        var asValues: [Int] = []
+        var terminals = 0
+        var observer: Signal<Int, Never>.Observer {
+            Signal<Int, Never>.Observer(
+                { [self] event in
+                    if event.isTerminating { terminals += 1 } else { asEvents += 1 }
+                },
+                values: { [self] value in asValues.append(value) })
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func valuesCrossAProducerChainAsPlainArguments(fromStartHandler: Bool) {
+        let source: SignalProducer<Int, Never> =
+            fromStartHandler
+            ? SignalProducer { observer, _ in
+                for value in 0..<3 { observer.send(value: value) }
+                observer.sendCompleted()
+            }
+            : SignalProducer(0..<3)
+        let counts = Counts()
+        source.map { $0 * 10 }.filter { $0 != 10 }.compactMap { $0 + 1 }.start(counts.observer)
+        #expect(counts.asValues == [1, 21])
+        #expect(counts.asEvents == 0)
+        #expect(counts.terminals == 1)
+    }
+}

@@ -322,8 +322,8 @@ final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler {
     func deliver(_ event: Event) {
         assertOwner("deliver")
         guard let downstream else { return }
-        if _slowPath(event.isTerminating) { return deliverTerminal(event, downstream) }
-        downstream._withUnsafeGuaranteedRef { $0.send(event) }
+        guard case let .value(value) = event else { return deliverTerminal(event, downstream) }
+        downstream._withUnsafeGuaranteedRef { $0.send(value: value) }
     }
 
     @inlinable @inline(never)
