@@ -229,12 +229,14 @@ public final class TestScheduler: DateScheduler {
     }
 
     fileprivate func runDue(until end: Duration) {
-        while let next = takeDue(until: end) { next() }
+        while let next = takeDue(until: end) { next.action() }
     }
 
     /// Takes the first action due by `end` and moves the clock to its deadline; with none left,
-    /// moves the clock to `end` and returns `nil`.
-    fileprivate func takeDue(until end: Duration) -> (() -> Void)? {
+    /// moves the clock to `end` and returns `nil`. Returns the item, not its closure: a closure
+    /// returned through `withLock`'s generic result would be wrapped in a thunk, an allocation
+    /// per action.
+    private func takeDue(until end: Duration) -> Item? {
         lock.withLock {
             guard head < items.count, items[head].dueBy <= end else {
                 now = max(now, end)
@@ -251,7 +253,7 @@ public final class TestScheduler: DateScheduler {
                 head = 0
             }
             now = max(now, min(first.deadline, end))
-            return first.action
+            return first
         }
     }
 }
@@ -282,7 +284,7 @@ extension TestScheduler {
         while true {
             await yieldToPendingTasks()
             guard let next = takeDue(until: end) else { return }
-            next()
+            next.action()
         }
     }
 
