@@ -83,10 +83,6 @@ final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler {
     @inlinable
     var hasTerminated: Bool { state.load(ordering: .acquiring) & Self.flagTerminated != 0 }
 
-    /// Whether sends are dropped: the terminal event was delivered, or the output was cancelled.
-    @inlinable
-    var hasEnded: Bool { state.load(ordering: .acquiring) & Self.flagsEnded != 0 }
-
     // MARK: Sending
 
     /// Delivers `event`, or queues it if the calling thread is delivering.
