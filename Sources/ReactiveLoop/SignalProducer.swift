@@ -243,7 +243,8 @@ final class _ProducerRun<Value, Error: Swift.Error>: _RunLifetime {
     @inlinable
     func begin(_ producer: SignalProducer<Value, Error>) {
         producer._run(
-            Signal<Value, Error>.Observer({ [self] event in receive(event) }, values: { [self] value in receive(value) }),
+            Signal<Value, Error>.Observer(
+                { [self] event in receive(event) }, values: { [self] value in receive(value) }),
             self)
     }
 

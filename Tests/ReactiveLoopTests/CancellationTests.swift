@@ -41,15 +41,16 @@ private final class DisposalRecorder<Value, Error: Swift.Error>: @unchecked Send
 @Suite("Cancellation: disposing a run of a scheduling operator")
 struct SchedulingOperatorDisposalTests {
     /// Every scheduling operator, applied to a producer, on `scheduler`.
-    nonisolated(unsafe) static let operators: [(String, (SignalProducer<Int, Never>, TestScheduler) -> SignalProducer<Int, Never>)] = [
-        ("observe(on:)", { $0.observe(on: $1) }),
-        ("lazyMap(on:)", { $0.lazyMap(on: $1) { $0 } }),
-        ("throttle", { $0.throttle(1, on: $1) }),
-        ("debounce(discardWhenCompleted: true)", { $0.debounce(1, on: $1, discardWhenCompleted: true) }),
-        ("debounce(discardWhenCompleted: false)", { $0.debounce(1, on: $1, discardWhenCompleted: false) }),
-        ("delay", { $0.delay(1, on: $1) }),
-        ("collect(every:)", { $0.collect(every: .seconds(1), on: $1).map { $0.count } }),
-    ]
+    nonisolated(unsafe) static let operators:
+        [(String, (SignalProducer<Int, Never>, TestScheduler) -> SignalProducer<Int, Never>)] = [
+            ("observe(on:)", { $0.observe(on: $1) }),
+            ("lazyMap(on:)", { $0.lazyMap(on: $1) { $0 } }),
+            ("throttle", { $0.throttle(1, on: $1) }),
+            ("debounce(discardWhenCompleted: true)", { $0.debounce(1, on: $1, discardWhenCompleted: true) }),
+            ("debounce(discardWhenCompleted: false)", { $0.debounce(1, on: $1, discardWhenCompleted: false) }),
+            ("delay", { $0.delay(1, on: $1) }),
+            ("collect(every:)", { $0.collect(every: .seconds(1), on: $1).map { $0.count } }),
+        ]
 
     @Test("Queued values and completion are dropped; exactly interrupted arrives, on the scheduler", arguments: 0..<7)
     func disposalDropsQueuedEvents(index: Int) {
