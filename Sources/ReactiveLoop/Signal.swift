@@ -11,6 +11,8 @@ public final class Signal<Value, Error: Swift.Error> {
     enum Source {
         /// A signal with its own observers.
         case core(_SignalCore<Value, Error>)
+        /// A signal with the reference core (tests and benchmarks; see `_SignalCoreKind`).
+        case locked(_LockedSignalCore<Value, Error>)
         /// A stateless view of another signal: observing it observes the upstream signal
         /// through an adapter, so a chain of `map`/`filter` costs no signal per hop.
         case view((Observer) -> (any Disposable)?)
@@ -30,15 +32,32 @@ public final class Signal<Value, Error: Swift.Error> {
     ///   the lifetime so they are released when the signal ends.
     @inlinable
     public convenience init(_ generator: (Observer, Lifetime) -> Void) {
-        let core = _SignalCore<Value, Error>()
-        self.init(source: .core(core))
         let (lifetime, token) = Lifetime.make()
-        core.setResources(AnyDisposable(token.dispose))
-        generator(core.makeInput(), lifetime)
+        let (source, input) = Self.makeCore(resources: AnyDisposable(token.dispose))
+        self.init(source: source)
+        generator(input, lifetime)
+    }
+
+    /// A new core (of the kind `_SignalCoreKind.current` selects) and its input observer;
+    /// `resources` are disposed when the signal terminates.
+    @inlinable
+    static func makeCore(resources: (any Disposable)?) -> (Source, Observer) {
+        if _slowPath(_SignalCoreKindUsesLocks()) {
+            let core = _LockedSignalCore<Value, Error>()
+            if let resources { core.setResources(resources) }
+            return (.locked(core), core.makeInput())
+        }
+        let core = _SignalCore<Value, Error>()
+        if let resources { core.setResources(resources) }
+        return (.core(core), core.makeInput())
     }
 
     deinit {
-        if case let .core(core) = source { core.signalReleased() }
+        switch source {
+        case let .core(core): core.signalReleased()
+        case let .locked(core): core.signalReleased()
+        case .view: break
+        }
     }
 
     /// Creates a signal and the observer that sends its events.
@@ -48,9 +67,8 @@ public final class Signal<Value, Error: Swift.Error> {
     ///   without terminating the signal interrupts it.
     @inlinable
     public static func pipe(disposable: (any Disposable)? = nil) -> (output: Signal, input: Observer) {
-        let core = _SignalCore<Value, Error>()
-        if let disposable { core.setResources(disposable) }
-        return (Signal(source: .core(core)), core.makeInput())
+        let (source, input) = makeCore(resources: disposable)
+        return (Signal(source: source), input)
     }
 
     /// A signal that never sends anything.
@@ -75,6 +93,7 @@ public final class Signal<Value, Error: Swift.Error> {
     public func observe(_ observer: Observer) -> (any Disposable)? {
         switch source {
         case let .core(core): return core.observe(observer)
+        case let .locked(core): return core.observe(observer)
         case let .view(attach): return attach(observer)
         }
     }

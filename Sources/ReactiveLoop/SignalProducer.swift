@@ -204,6 +204,12 @@ class _RunLifetime: Lifetime, Disposable {
         super.init(_target: nil)
     }
 
+    // Not optimized in clients: Swift 6.3.1's optimizer, given this deinitializer inlined into a
+    // subclass's, misplaces the end of `self`'s borrow before `disposed` is destroyed and crashes
+    // release builds of client modules ("Found ownership error").
+    @_optimize(none)
+    deinit {}
+
     /// Whether `dispose()` was called.
     @inlinable
     final var isDisposed: Bool { disposed.load(ordering: .acquiring) }
@@ -238,7 +244,6 @@ final class _ProducerRun<Value, Error: Swift.Error>: _RunLifetime {
         self.observer = observer
         super.init()
     }
-
     /// Runs `producer` as this run: its events go through `receive(_:)`, its lifetime is this.
     @inlinable
     func begin(_ producer: SignalProducer<Value, Error>) {

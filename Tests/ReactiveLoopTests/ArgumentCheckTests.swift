@@ -99,10 +99,15 @@ struct ArgumentCheckTests {
 struct CoreInvariantTests {
     @Test func deliveringWithoutOwnershipStopsADebugBuild() async {
         #if DEBUG
-            let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let core = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
                 _SignalCore<Int, Never>().deliver(.value(1))
             }
-            #expect(standardError(result).contains("_SignalCore.deliver: the calling thread does not own delivery"))
+            #expect(standardError(core).contains("_SerialDelivery.deliver: the calling thread does not own delivery"))
+            let sink = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                _SerialSink<Int, Never>(Signal<Int, Never>.Observer { (_: Signal<Int, Never>.Event) in }).enqueue(
+                    .value(1))
+            }
+            #expect(standardError(sink).contains("_SerialDelivery.enqueue: the calling thread does not own delivery"))
         #endif
     }
 }
