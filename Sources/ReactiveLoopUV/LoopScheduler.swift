@@ -441,3 +441,18 @@ struct _Unchecked<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }
+
+extension LoopScheduler: _ClockScheduler {
+    /// Now on the monotonic clock, in seconds.
+    @usableFromInline
+    package var _clockNow: TimeInterval { Self._monotonicSeconds }
+
+    /// Runs `action` on the loop thread at `time` on the monotonic clock; see `_ClockScheduler`.
+    @usableFromInline @discardableResult
+    package func _schedule(atClock time: TimeInterval, action: @escaping () -> Void) -> (any Disposable)? {
+        guard let deadline = Self._monotonicDeadline(time) else { return AnyDisposable() }
+        let item = _LoopTimedAction(action, interval: 0, loop: loop)
+        if deadline > _WallClockMapping.monotonicNow { return add(item, at: deadline) }
+        return scheduleDue(item, at: deadline)
+    }
+}

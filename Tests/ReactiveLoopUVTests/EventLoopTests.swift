@@ -262,6 +262,49 @@ struct LoopTimeOperatorTests {
             SignalProducer<Int, LoopTestError>.never.timeout(after: 0.02, raising: LoopTestError(), on: scheduler))
         #expect(timedOut.first?.error == LoopTestError())
     }
+
+    @Test func timeOperatorsComputeDeadlinesOnTheMonotonicClockNotTheWallClock() throws {
+        let loop = try EventLoop.startOnNewThread()
+        defer { loop.stop() }
+        let wallReads = Box(0)
+        let scheduler = LoopScheduler(
+            loop: loop,
+            wallClock: {
+                wallReads.modify { $0 += 1 }
+                return Date()
+            })
+        let values = SignalProducer<Int, Never>([1, 2, 3])
+        #expect(events(values.delay(0.02, on: scheduler)).map(\.value) == [1, 2, 3, nil])
+        #expect(
+            events(values.debounce(0.02, on: scheduler, discardWhenCompleted: false)).map(\.value) == [3, nil])
+        let timedOut = events(
+            SignalProducer<Int, LoopTestError>.never.timeout(after: 0.02, raising: LoopTestError(), on: scheduler))
+        #expect(timedOut.first?.error == LoopTestError())
+        #expect(wallReads.value == 0)
+    }
+
+    @Test func clockActionsRunInDeadlineOrderOnTheLoopAndNeverWhenDisposedOrInfinite() throws {
+        let loop = try EventLoop.startOnNewThread()
+        defer { loop.stop() }
+        let scheduler = LoopScheduler(loop: loop)
+        let order = Box<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let now = scheduler._clockNow
+        scheduler._schedule(atClock: now + 0.05) {
+            order.modify { $0.append("later") }
+            done.signal()
+        }
+        scheduler._schedule(atClock: now + 0.02) { order.modify { $0.append("sooner") } }
+        scheduler._schedule(atClock: now - 1) { order.modify { $0.append("past") } }
+        scheduler._schedule(atClock: .infinity) { order.modify { $0.append("never") } }
+        scheduler._schedule(atClock: now + 0.01) { order.modify { $0.append("disposed") } }?.dispose()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(scheduler._clockNow >= now + 0.05)
+        let drained = DispatchSemaphore(value: 0)
+        loop.execute { drained.signal() }
+        drained.wait()
+        #expect(order.value == ["past", "sooner", "later"])
+    }
 }
 
 /// An error for the runtime tests.

@@ -152,3 +152,19 @@ struct _Unchecked<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }
+
+extension QueueScheduler: _ClockScheduler {
+    /// Now on the monotonic clock, in seconds.
+    @usableFromInline
+    package var _clockNow: TimeInterval { Self._monotonicSeconds }
+
+    /// Runs `action` on the queue at `time` on the monotonic clock; see `_ClockScheduler`.
+    @usableFromInline @discardableResult
+    package func _schedule(atClock time: TimeInterval, action: @escaping () -> Void) -> (any Disposable)? {
+        guard let deadline = Self._monotonicDeadline(time) else { return AnyDisposable() }
+        if deadline > _WallClockMapping.monotonicNow {
+            return timers.schedule(at: DispatchTime(uptimeNanoseconds: deadline), action)
+        }
+        return timers.scheduleBehindPending(at: deadline, action) ?? schedule(action)
+    }
+}

@@ -339,3 +339,15 @@ extension Array {
         return low
     }
 }
+
+extension TestScheduler: _ClockScheduler {
+    /// Now in virtual time: `currentDate`, in seconds since the reference date.
+    @usableFromInline
+    package var _clockNow: TimeInterval { currentDate.timeIntervalSinceReferenceDate }
+
+    /// Runs `action` at `time` in virtual time, as `schedule(after:action:)` runs its date.
+    @usableFromInline @discardableResult
+    package func _schedule(atClock time: TimeInterval, action: @escaping () -> Void) -> (any Disposable)? {
+        schedule(after: Date(timeIntervalSinceReferenceDate: time), action: action)
+    }
+}

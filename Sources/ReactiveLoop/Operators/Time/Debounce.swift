@@ -8,8 +8,8 @@ final class _DebounceState<Value, Error: Swift.Error>: _TimedState<Value, Error>
     @usableFromInline let discardWhenCompleted: Bool
     // Confined to the owner of the sink's delivery.
     @exclusivity(unchecked) @usableFromInline var pending: Value?
-    // Confined to the owner of the sink's delivery. When the pending value arrived.
-    @exclusivity(unchecked) @usableFromInline var lastUpdated = Date.distantPast
+    // Confined to the owner of the sink's delivery. When the pending value arrived, on `clock`.
+    @exclusivity(unchecked) @usableFromInline var lastUpdated = -TimeInterval.greatestFiniteMagnitude
     // Confined to the owner of the sink's delivery.
     @exclusivity(unchecked) @usableFromInline var armed = false
 
@@ -40,7 +40,7 @@ final class _DebounceState<Value, Error: Swift.Error>: _TimedState<Value, Error>
     func receive(_ event: Signal<Value, Error>.Event) {
         switch event {
         case let .value(value):
-            let now = scheduler.currentDate
+            let now = clock.now
             var arm = false
             sink.send {
                 pending = value
@@ -51,19 +51,19 @@ final class _DebounceState<Value, Error: Swift.Error>: _TimedState<Value, Error>
                 }
                 return nil
             }
-            if arm { timer.inner = scheduler.schedule(after: now.addingTimeInterval(interval)) { [self] in fire() } }
+            if arm { timer.inner = clock.schedule(at: now + interval) { [self] in fire() } }
         case .completed:
             timer.dispose()
-            var last: (value: Value, due: Date)?
+            var last: (value: Value, due: TimeInterval)?
             sink.send {
                 if !discardWhenCompleted, let value = pending {
-                    last = (value, lastUpdated.addingTimeInterval(interval))
+                    last = (value, lastUpdated + interval)
                 }
                 pending = nil
                 return nil
             }
             if let last {
-                scheduler.schedule(after: last.due) { [sink] in
+                clock.schedule(at: last.due) { [sink] in
                     sink.send(.value(last.value))
                     sink.send(.completed)
                 }
@@ -78,10 +78,10 @@ final class _DebounceState<Value, Error: Swift.Error>: _TimedState<Value, Error>
 
     @usableFromInline
     func fire() {
-        let now = scheduler.currentDate
-        var rearm: Date?
+        let now = clock.now
+        var rearm: TimeInterval?
         sink.send {
-            let due = lastUpdated.addingTimeInterval(interval)
+            let due = lastUpdated + interval
             guard due <= now else {
                 rearm = due
                 return nil
@@ -90,7 +90,7 @@ final class _DebounceState<Value, Error: Swift.Error>: _TimedState<Value, Error>
             defer { pending = nil }
             return pending.map { .value($0) }
         }
-        if let rearm { timer.inner = scheduler.schedule(after: rearm) { [self] in fire() } }
+        if let rearm { timer.inner = clock.schedule(at: rearm) { [self] in fire() } }
     }
 }
 

@@ -6,7 +6,8 @@ import Foundation
 // Vars: see below.
 final class _DelayState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @unchecked Sendable {
     // Confined to the owner of the sink's delivery.
-    @exclusivity(unchecked) @usableFromInline var queue: [(deadline: Date, event: Signal<Value, Error>.Event)] = []
+    @exclusivity(unchecked) @usableFromInline var queue: [(deadline: TimeInterval, event: Signal<Value, Error>.Event)] =
+        []
     // Confined to the owner of the sink's delivery.
     @exclusivity(unchecked) @usableFromInline var head = 0
     // Confined to the owner of the sink's delivery.
@@ -27,7 +28,7 @@ final class _DelayState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @
     func receive(_ event: Signal<Value, Error>.Event) {
         switch event {
         case .value, .completed:
-            let deadline = scheduler.currentDate.addingTimeInterval(interval)
+            let deadline = clock.now + interval
             var arm = false
             sink.send {
                 queue.append((deadline, event))
@@ -37,7 +38,7 @@ final class _DelayState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @
                 }
                 return nil
             }
-            if arm { timer.inner = scheduler.schedule(after: deadline) { [self] in fire() } }
+            if arm { timer.inner = clock.schedule(at: deadline) { [self] in fire() } }
         case .failed, .interrupted:
             // Not delayed: delivered on the scheduler at once, ahead of anything queued.
             timer.dispose()
@@ -48,8 +49,8 @@ final class _DelayState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @
     @usableFromInline
     func fire() {
         while true {
-            let now = scheduler.currentDate
-            var next: Date?
+            let now = clock.now
+            var next: TimeInterval?
             var delivered = false
             sink.send {
                 guard head < queue.count else {
@@ -70,7 +71,7 @@ final class _DelayState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @
                 return event
             }
             if let next {
-                timer.inner = scheduler.schedule(after: next) { [self] in fire() }
+                timer.inner = clock.schedule(at: next) { [self] in fire() }
                 return
             }
             if !delivered { return }

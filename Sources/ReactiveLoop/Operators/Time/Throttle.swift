@@ -55,9 +55,7 @@ final class _ThrottleState<Value, Error: Swift.Error>: _TimedState<Value, Error>
             return .value(value)
         }
         if sent {
-            timer.inner = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(interval)) { [self] in
-                flush()
-            }
+            timer.inner = clock.schedule(at: clock.now + interval) { [self] in flush() }
         }
     }
 }

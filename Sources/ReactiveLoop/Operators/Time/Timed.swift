@@ -49,6 +49,8 @@ extension SignalProducer {
 class _TimedState<Value, Error: Swift.Error>: @unchecked Sendable {  // Immutable; subclasses say what guards theirs.
     @usableFromInline let interval: TimeInterval
     @usableFromInline let scheduler: any DateScheduler
+    /// The scheduler's time, for deadlines: its own clock when it has one.
+    @usableFromInline let clock: _SchedulerClock
     @usableFromInline let sink: _SerialSink<Value, Error>
     @usableFromInline let timer = SerialDisposable()
 
@@ -56,6 +58,7 @@ class _TimedState<Value, Error: Swift.Error>: @unchecked Sendable {  // Immutabl
     init(interval: TimeInterval, scheduler: any DateScheduler, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
         self.interval = interval
         self.scheduler = scheduler
+        self.clock = _SchedulerClock(scheduler)
         self.sink = sink
         lifetime += timer
     }

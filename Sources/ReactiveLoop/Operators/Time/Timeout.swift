@@ -7,9 +7,8 @@ func _timeoutAdapter<Value, Error: Swift.Error>(
 ) -> (_SerialSink<Value, Error>, Lifetime) -> Signal<Value, Error>.Observer {
     _checkInterval(interval, "timeout(after:raising:on:)")
     return { sink, lifetime in
-        lifetime += scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(interval)) {
-            sink.send(.failed(error))
-        }
+        let clock = _SchedulerClock(scheduler)
+        lifetime += clock.schedule(at: clock.now + interval) { sink.send(.failed(error)) }
         return sink.input
     }
 }
