@@ -21,30 +21,24 @@ func producerBenchmarks() {
 
     // MARK: Producers
 
-    for kind in [_SignalCoreKind.lockFree, .locked] {
-        let name = kind == .lockFree ? "lock-free" : "locked"
+    // Producer runs deliver through serial sinks, never through a signal core: no core kinds.
 
-        Benchmark("SignalProducer(value:) start, made once (\(name))", configuration: perStart) { benchmark in
-            var sum = 0
-            withKind(kind) {
-                let producer = SignalProducer<Int, Never>(value: 1)
-                benchmark.startMeasurement()
-                for _ in benchmark.scaledIterations { producer.startWithValues { sum &+= $0 } }
-                benchmark.stopMeasurement()
-            }
-            blackHole(sum)
-        }
+    Benchmark("SignalProducer(value:) start, made once (lock-free)", configuration: perStart) { benchmark in
+        var sum = 0
+        let producer = SignalProducer<Int, Never>(value: 1)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { producer.startWithValues { sum &+= $0 } }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+    }
 
-        Benchmark("SignalProducer of 1,000 values, per value (\(name))") { benchmark in
-            var sum = 0
-            withKind(kind) {
-                let producer = SignalProducer<Int, Never>(0..<1_000)
-                benchmark.startMeasurement()
-                for _ in 0..<(benchmark.scaledIterations.count / 1_000) { producer.startWithValues { sum &+= $0 } }
-                benchmark.stopMeasurement()
-            }
-            blackHole(sum)
-        }
+    Benchmark("SignalProducer of 1,000 values, per value (lock-free)") { benchmark in
+        var sum = 0
+        let producer = SignalProducer<Int, Never>(0..<1_000)
+        benchmark.startMeasurement()
+        for _ in 0..<(benchmark.scaledIterations.count / 1_000) { producer.startWithValues { sum &+= $0 } }
+        benchmark.stopMeasurement()
+        blackHole(sum)
     }
 
     Benchmark("OpenCombine: Just start", configuration: perStart) { benchmark in
@@ -129,31 +123,29 @@ func producerBenchmarks() {
 
     // MARK: Properties
 
-    for kind in [_SignalCoreKind.lockFree, .locked] {
-        let name = kind == .lockFree ? "lock-free" : "locked"
+    // Properties always have the lock-free core: no core kinds.
 
-        Benchmark("combineLatest of 3 properties, set one (\(name))") { benchmark in
-            var sum = 0
-            let (first, second, third) = withKind(kind) { (MutableProperty(0), MutableProperty(0), MutableProperty(0)) }
-            let combined = withKind(kind) { first.combineLatest(with: second).combineLatest(with: third) }
-            combined.signal.observeValues { sum &+= $0.0.0 &+ $0.1 }
-            benchmark.startMeasurement()
-            for index in benchmark.scaledIterations { first.value = index }
-            benchmark.stopMeasurement()
-            blackHole(sum)
-        }
+    Benchmark("combineLatest of 3 properties, set one (lock-free)") { benchmark in
+        var sum = 0
+        let (first, second, third) = (MutableProperty(0), MutableProperty(0), MutableProperty(0))
+        let combined = first.combineLatest(with: second).combineLatest(with: third)
+        combined.signal.observeValues { sum &+= $0.0.0 &+ $0.1 }
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations { first.value = index }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+    }
 
-        Benchmark("Binding <~ into a MutableProperty, per value (\(name))") { benchmark in
-            var sum = 0
-            let (source, input) = withKind(kind) { Signal<Int, Never>.pipe() }
-            let target = withKind(kind) { MutableProperty(0) }
-            target.signal.observeValues { sum &+= $0 }
-            target <~ source
-            benchmark.startMeasurement()
-            for index in benchmark.scaledIterations { input.send(value: index) }
-            benchmark.stopMeasurement()
-            blackHole(sum)
-        }
+    Benchmark("Binding <~ into a MutableProperty, per value (lock-free)") { benchmark in
+        var sum = 0
+        let (source, input) = Signal<Int, Never>.pipe()
+        let target = MutableProperty(0)
+        target.signal.observeValues { sum &+= $0 }
+        target <~ source
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations { input.send(value: index) }
+        benchmark.stopMeasurement()
+        blackHole(sum)
     }
 
     Benchmark("OpenCombine: CurrentValueSubject send, 1 subscriber") { benchmark in
@@ -191,4 +183,45 @@ func producerBenchmarks() {
         benchmark.stopMeasurement()
         blackHole(sum)
     }
+
+    // MARK: Time operators on a real scheduler: the scheduler's clock against the date round trip
+
+    for clock in [_TimeOperatorClock.schedulerClock, .dates] {
+        let name = clock == .schedulerClock ? "scheduler clock" : "dates"
+
+        // One timer armed per run: what every time operator pays when it arms one.
+        Benchmark("timeout(after: 3600, on: QueueScheduler) start and dispose (\(name))", configuration: perStart) {
+            benchmark in
+            let scheduler = QueueScheduler(name: "benchmark")
+            let producer = SignalProducer<Int, TimeoutBenchmarkError>.never
+                .timeout(after: 3600, raising: TimeoutBenchmarkError(), on: scheduler)
+            withClock(clock) {
+                benchmark.startMeasurement()
+                for _ in benchmark.scaledIterations { producer.start().dispose() }
+                benchmark.stopMeasurement()
+            }
+        }
+
+        // One clock read per input (the timer is armed once and stays pending).
+        Benchmark("debounce(3600, on: QueueScheduler), per input (\(name))") { benchmark in
+            let scheduler = QueueScheduler(name: "benchmark")
+            let (signal, input) = Signal<Int, Never>.pipe()
+            var sum = 0
+            withClock(clock) { signal.debounce(3600, on: scheduler) }.observeValues { sum &+= $0 }
+            benchmark.startMeasurement()
+            for index in benchmark.scaledIterations { input.send(value: index) }
+            benchmark.stopMeasurement()
+            blackHole(sum)
+        }
+    }
+}
+
+/// The failure of the timeout benchmarks.
+struct TimeoutBenchmarkError: Error {}
+
+func withClock<R>(_ clock: _TimeOperatorClock, _ body: () -> R) -> R {
+    let previous = _TimeOperatorClock.current
+    _TimeOperatorClock.current = clock
+    defer { _TimeOperatorClock.current = previous }
+    return body()
 }

@@ -106,43 +106,6 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(sum)
         }
 
-        Benchmark("SignalProducer(value:) start, made per start (\(name))", configuration: .init(scalingFactor: .kilo))
-        { benchmark in
-            var sum = 0
-            withKind(kind) {
-                benchmark.startMeasurement()
-                for index in benchmark.scaledIterations {
-                    SignalProducer<Int, Never>(value: index).startWithValues { sum &+= $0 }
-                }
-                benchmark.stopMeasurement()
-            }
-            blackHole(sum)
-        }
-
-        Benchmark("SignalProducer start handler (\(name))", configuration: .init(scalingFactor: .kilo)) { benchmark in
-            var sum = 0
-            let producer = SignalProducer<Int, Never> { observer, _ in
-                observer.send(value: 1)
-                observer.sendCompleted()
-            }
-            withKind(kind) {
-                benchmark.startMeasurement()
-                for _ in benchmark.scaledIterations { producer.startWithValues { sum &+= $0 } }
-                benchmark.stopMeasurement()
-            }
-            blackHole(sum)
-        }
-
-        Benchmark("MutableProperty set, 1 observer (\(name))") { benchmark in
-            var sum = 0
-            let property = withKind(kind) { MutableProperty(0) }
-            property.signal.observeValues { sum &+= $0 }
-            benchmark.startMeasurement()
-            for index in benchmark.scaledIterations { property.value = index }
-            benchmark.stopMeasurement()
-            blackHole(sum)
-        }
-
         for threads in [2, 4] {
             Benchmark("\(threads) threads sending into one pipe (\(name))") { benchmark in
                 // One scaled iteration is one send: each thread sends its share of them.
@@ -155,6 +118,41 @@ let benchmarks: @Sendable () -> Void = {
                 benchmark.stopMeasurement()
             }
         }
+    }
+
+    // Producer runs and properties never use a signal core of the selected kind: lock-free only.
+
+    Benchmark("SignalProducer(value:) start, made per start (lock-free)", configuration: .init(scalingFactor: .kilo)) {
+        benchmark in
+        var sum = 0
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            SignalProducer<Int, Never>(value: index).startWithValues { sum &+= $0 }
+        }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+    }
+
+    Benchmark("SignalProducer start handler (lock-free)", configuration: .init(scalingFactor: .kilo)) { benchmark in
+        var sum = 0
+        let producer = SignalProducer<Int, Never> { observer, _ in
+            observer.send(value: 1)
+            observer.sendCompleted()
+        }
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { producer.startWithValues { sum &+= $0 } }
+        benchmark.stopMeasurement()
+        blackHole(sum)
+    }
+
+    Benchmark("MutableProperty set, 1 observer (lock-free)") { benchmark in
+        var sum = 0
+        let property = MutableProperty(0)
+        property.signal.observeValues { sum &+= $0 }
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations { property.value = index }
+        benchmark.stopMeasurement()
+        blackHole(sum)
     }
 
     // MARK: Operators
