@@ -204,10 +204,10 @@ class _RunLifetime: Lifetime, Disposable {
         super.init(_target: nil)
     }
 
-    // Not optimized in clients: Swift 6.3.1's optimizer, given this deinitializer inlined into a
-    // subclass's, misplaces the end of `self`'s borrow before `disposed` is destroyed and crashes
-    // release builds of client modules ("Found ownership error").
-    @_optimize(none)
+    // Never inlined into a subclass's deinitializer: there, Swift 6.3.1's optimizer ends the
+    // borrow of `self` before `disposed` is destroyed and crashes release builds of client
+    // modules ("Found ownership error").
+    @inline(never)
     deinit {}
 
     /// Whether `dispose()` was called.
