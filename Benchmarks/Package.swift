@@ -34,5 +34,12 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v5)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Time operators' hot paths, for instruction counts under callgrind
+        // (scripts/time-operator-instructions).
+        .executableTarget(
+            name: "TimeOperatorInstructions",
+            dependencies: [.product(name: "ReactiveLoop", package: rootPackage)],
+            path: "Benchmarks/TimeOperatorInstructions"
+        ),
     ]
 )

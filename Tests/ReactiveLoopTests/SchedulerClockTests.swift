@@ -84,6 +84,16 @@ struct SchedulerClockTests {
         #expect(scheduler.queue.sync { order.value } == ["past", "sooner", "later"])
     }
 
+    @Test func theMonotonicClockIsDispatchTimesClock() {
+        for _ in 0..<1_000 {
+            let before = DispatchTime.now().uptimeNanoseconds
+            let now = _WallClockMapping.monotonicNow
+            let after = DispatchTime.now().uptimeNanoseconds
+            #expect(before <= now && now <= after)
+            #expect(abs(_WallClockMapping.monotonicSeconds - Double(now) / 1e9) < 1)
+        }
+    }
+
     @Test func testSchedulerClockIsItsVirtualTime() {
         let scheduler = TestScheduler()
         let fired = Box<[TimeInterval]>([])

@@ -86,7 +86,9 @@ struct TraitTests {
     }
 
     @Test func aBrokenPromiseStopsTheProgramInDebugBuilds() async {
-        #expect(_traitViolationsTrap.load(ordering: .relaxed) == _isDebugAssertConfiguration())
+        // Under the lock: a test running in parallel may have switched the trap off meanwhile.
+        let trapsByDefault = traitTrapLock.withLock { _traitViolationsTrap.load(ordering: .relaxed) }
+        #expect(trapsByDefault == _isDebugAssertConfiguration())
         await #expect(processExitsWith: .failure) {
             SignalProducer<Int, Never>(values: 1, 2).asSingle().producer.start()
         }

@@ -7,6 +7,7 @@
 
 import Benchmark
 import Dispatch
+import Foundation
 import OpenCombine
 @_spi(Testing) import ReactiveLoop
 
@@ -193,13 +194,16 @@ func producerBenchmarks() {
         Benchmark("timeout(after: 3600, on: QueueScheduler) start and dispose (\(name))", configuration: perStart) {
             benchmark in
             let scheduler = QueueScheduler(name: "benchmark")
-            let producer = SignalProducer<Int, TimeoutBenchmarkError>.never
-                .timeout(after: 3600, raising: TimeoutBenchmarkError(), on: scheduler)
-            withClock(clock) {
-                benchmark.startMeasurement()
-                for _ in benchmark.scaledIterations { producer.start().dispose() }
-                benchmark.stopMeasurement()
+            let producer = withClock(clock) {
+                SignalProducer<Int, TimeoutBenchmarkError>.never
+                    .timeout(after: 3600, raising: TimeoutBenchmarkError(), on: scheduler)
             }
+            // An earlier pending timer, so that arming and disposing never re-arms the queue's.
+            let earlier = scheduler.schedule(after: Date(timeIntervalSinceNow: 1_800)) {}
+            defer { earlier?.dispose() }
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { producer.start().dispose() }
+            benchmark.stopMeasurement()
         }
 
         // One clock read per input (the timer is armed once and stays pending).

@@ -156,12 +156,12 @@ struct _Unchecked<Value>: @unchecked Sendable {
 extension QueueScheduler: _ClockScheduler {
     /// Now on the monotonic clock, in seconds.
     @usableFromInline
-    package var _clockNow: TimeInterval { Self._monotonicSeconds }
+    package var _clockNow: TimeInterval { _WallClockMapping.monotonicSeconds }
 
     /// Runs `action` on the queue at `time` on the monotonic clock; see `_ClockScheduler`.
     @usableFromInline @discardableResult
     package func _schedule(atClock time: TimeInterval, action: @escaping () -> Void) -> (any Disposable)? {
-        guard let deadline = Self._monotonicDeadline(time) else { return AnyDisposable() }
+        guard let deadline = _WallClockMapping.monotonicDeadline(time) else { return AnyDisposable() }
         if deadline > _WallClockMapping.monotonicNow {
             return timers.schedule(at: DispatchTime(uptimeNanoseconds: deadline), action)
         }

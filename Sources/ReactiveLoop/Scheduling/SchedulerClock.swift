@@ -24,24 +24,7 @@ package protocol _ClockScheduler: DateScheduler {
     func _schedule(atClock time: TimeInterval, action: @escaping () -> Void) -> (any Disposable)?
 }
 
-extension _ClockScheduler {
-    /// The monotonic clock in seconds, for real-time schedulers.
-    @inlinable
-    package static var _monotonicSeconds: TimeInterval {
-        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-    }
-
-    /// The monotonic deadline of `time` (seconds on the monotonic clock), or `nil` if it is
-    /// infinitely far.
-    @inlinable
-    package static func _monotonicDeadline(_ time: TimeInterval) -> UInt64? {
-        let nanoseconds = time * 1e9
-        guard nanoseconds < Double(UInt64.max) else { return nil }
-        return nanoseconds > 0 ? UInt64(nanoseconds) : 0
-    }
-}
-
-/// How time operators read their scheduler's time, chosen when an operator's run starts.
+/// How time operators read their scheduler's time, chosen when an operator is applied.
 /// Tests and benchmarks switch it to compare the clock entry with the date round trip.
 @_spi(Testing)
 public enum _TimeOperatorClock: UInt8, Sendable {
@@ -53,7 +36,7 @@ public enum _TimeOperatorClock: UInt8, Sendable {
 
     private static let storage = Synchronization.Atomic<UInt8>(0)
 
-    /// The choice for operator runs started from now on.
+    /// The choice for operators applied from now on.
     public static var current: _TimeOperatorClock {
         get { _TimeOperatorClock(rawValue: storage.load(ordering: .relaxed)) ?? .schedulerClock }
         set { storage.store(newValue.rawValue, ordering: .relaxed) }
@@ -82,7 +65,8 @@ struct _SchedulerClock {
     /// Now, in seconds on this clock.
     @inlinable
     var now: TimeInterval {
-        if let clockScheduler { return clockScheduler._clockNow }
+        // Optional chaining borrows the stored scheduler; `if let` would copy (retain) it.
+        if let now = clockScheduler?._clockNow { return now }
         return scheduler.currentDate.timeIntervalSinceReferenceDate
     }
 
@@ -90,7 +74,9 @@ struct _SchedulerClock {
     @inlinable
     @discardableResult
     func schedule(at time: TimeInterval, _ action: @escaping () -> Void) -> (any Disposable)? {
-        if let clockScheduler { return clockScheduler._schedule(atClock: time, action: action) }
-        return scheduler.schedule(after: Date(timeIntervalSinceReferenceDate: time), action: action)
+        guard clockScheduler != nil else {
+            return scheduler.schedule(after: Date(timeIntervalSinceReferenceDate: time), action: action)
+        }
+        return clockScheduler?._schedule(atClock: time, action: action)
     }
 }

@@ -36,8 +36,37 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
     /// The current wall-clock date.
     package var currentDate: Date { wallClock() }
 
-    /// The monotonic time now, in nanoseconds.
-    package static var monotonicNow: UInt64 { DispatchTime.now().uptimeNanoseconds }
+    /// The monotonic time now, in nanoseconds, on the clock of `DispatchTime`: on Linux that is
+    /// `CLOCK_MONOTONIC`, read directly (Dispatch's own reading adds a conversion).
+    package static var monotonicNow: UInt64 {
+        #if os(Linux)
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+        #else
+            DispatchTime.now().uptimeNanoseconds
+        #endif
+    }
+
+    /// The monotonic time now, in seconds (for `_ClockScheduler`).
+    package static var monotonicSeconds: TimeInterval {
+        #if os(Linux)
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            // A multiplication, not a division: this runs on every input of a time operator.
+            return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
+        #else
+            Double(monotonicNow) * 1e-9
+        #endif
+    }
+
+    /// The monotonic deadline in nanoseconds of `time` (seconds on the monotonic clock), or
+    /// `nil` if it is infinitely far.
+    package static func monotonicDeadline(_ time: TimeInterval) -> UInt64? {
+        let nanoseconds = time * 1e9
+        guard nanoseconds < Double(UInt64.max) else { return nil }
+        return nanoseconds > 0 ? UInt64(nanoseconds) : 0
+    }
 
     /// The deadline of `date`, fixed now. "Not in the future" is judged on the wall clock the
     /// date comes from, not through the offset, which may lag it by up to a millisecond.

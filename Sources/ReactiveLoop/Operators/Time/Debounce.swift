@@ -15,11 +15,11 @@ final class _DebounceState<Value, Error: Swift.Error>: _TimedState<Value, Error>
 
     @usableFromInline
     init(
-        interval: TimeInterval, scheduler: any DateScheduler, discardWhenCompleted: Bool,
+        interval: TimeInterval, clock: _SchedulerClock, discardWhenCompleted: Bool,
         sink: _SerialSink<Value, Error>, lifetime: Lifetime
     ) {
         self.discardWhenCompleted = discardWhenCompleted
-        super.init(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime)
+        super.init(interval: interval, clock: clock, sink: sink, lifetime: lifetime)
     }
 
     /// The operator for one run: builds the state and returns the observer of the input.
@@ -27,10 +27,12 @@ final class _DebounceState<Value, Error: Swift.Error>: _TimedState<Value, Error>
     static func adapter(
         _ interval: TimeInterval, _ scheduler: any DateScheduler, _ discardWhenCompleted: Bool
     ) -> (_SerialSink<Value, Error>, Lifetime) -> Signal<Value, Error>.Observer {
-        { sink, lifetime in
+        // Once per application of the operator, not per run: it looks up a conformance.
+        let clock = _SchedulerClock(scheduler)
+        return { sink, lifetime in
             Signal.Observer(
                 _DebounceState(
-                    interval: interval, scheduler: scheduler, discardWhenCompleted: discardWhenCompleted, sink: sink,
+                    interval: interval, clock: clock, discardWhenCompleted: discardWhenCompleted, sink: sink,
                     lifetime: lifetime
                 ).receive)
         }

@@ -18,9 +18,10 @@ final class _DelayState<Value, Error: Swift.Error>: _TimedState<Value, Error>, @
     static func adapter(
         _ interval: TimeInterval, _ scheduler: any DateScheduler
     ) -> (_SerialSink<Value, Error>, Lifetime) -> Signal<Value, Error>.Observer {
-        { sink, lifetime in
-            Signal.Observer(
-                _DelayState(interval: interval, scheduler: scheduler, sink: sink, lifetime: lifetime).receive)
+        // Once per application of the operator, not per run: it looks up a conformance.
+        let clock = _SchedulerClock(scheduler)
+        return { sink, lifetime in
+            Signal.Observer(_DelayState(interval: interval, clock: clock, sink: sink, lifetime: lifetime).receive)
         }
     }
 

@@ -55,10 +55,10 @@ class _TimedState<Value, Error: Swift.Error>: @unchecked Sendable {  // Immutabl
     @usableFromInline let timer = SerialDisposable()
 
     @usableFromInline
-    init(interval: TimeInterval, scheduler: any DateScheduler, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
+    init(interval: TimeInterval, clock: _SchedulerClock, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
         self.interval = interval
-        self.scheduler = scheduler
-        self.clock = _SchedulerClock(scheduler)
+        self.scheduler = clock.scheduler
+        self.clock = clock
         self.sink = sink
         lifetime += timer
     }

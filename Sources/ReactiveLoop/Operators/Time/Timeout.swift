@@ -6,8 +6,9 @@ func _timeoutAdapter<Value, Error: Swift.Error>(
     _ interval: TimeInterval, _ error: Error, _ scheduler: any DateScheduler
 ) -> (_SerialSink<Value, Error>, Lifetime) -> Signal<Value, Error>.Observer {
     _checkInterval(interval, "timeout(after:raising:on:)")
+    // Once per application of the operator, not per run: it looks up a conformance.
+    let clock = _SchedulerClock(scheduler)
     return { sink, lifetime in
-        let clock = _SchedulerClock(scheduler)
         lifetime += clock.schedule(at: clock.now + interval) { sink.send(.failed(error)) }
         return sink.input
     }
