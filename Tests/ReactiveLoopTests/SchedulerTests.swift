@@ -405,3 +405,59 @@ struct QueueSchedulerTests {
         }
     }
 }
+
+@Suite("Async TestScheduler.advance lets woken tasks run")
+struct AsyncAdvanceTests {
+    @Test("A timer loop sees currentDate at each tick, and has the tick when advance returns")
+    func timerLoopSeesEachTick() async {
+        await #expect(processExitsWith: .success) {
+            await AsyncAdvanceScenarios.timerLoop()
+        }
+    }
+
+    @Test("A task sleeping in a loop wakes once per interval within one advance")
+    func sleepingLoopWakesEachInterval() async {
+        await #expect(processExitsWith: .success) {
+            await AsyncAdvanceScenarios.sleepingLoop()
+        }
+    }
+}
+
+/// The scenarios, which stop the process (a failed exit test) when a check fails.
+enum AsyncAdvanceScenarios {
+    @MainActor static func timerLoop() async {
+        let scheduler = TestScheduler()
+        let seen = Box<[(tick: Date, now: Date)]>([])
+        let task = Task {
+            for await date in scheduler.timer(interval: .seconds(1)) {
+                let now = scheduler.currentDate
+                seen.modify { $0.append((date, now)) }
+            }
+        }
+        await scheduler.advance(by: .milliseconds(900))
+        precondition(seen.value.isEmpty, "a tick before its time")
+        await scheduler.advance(by: .seconds(1))
+        precondition(seen.value.count == 1, "after 1.9 s: \(seen.value.count) ticks, expected 1")
+        await scheduler.advance(by: .seconds(3))
+        let ticks = seen.value
+        precondition(ticks.count == 4, "after 4.9 s: \(ticks.count) ticks, expected 4")
+        for tick in ticks { precondition(tick.tick == tick.now, "tick \(tick.tick) seen at \(tick.now)") }
+        task.cancel()
+    }
+
+    @MainActor static func sleepingLoop() async {
+        let scheduler = TestScheduler()
+        let wakes = Box<[TimeInterval]>([])
+        let start = scheduler.currentDate
+        let task = Task {
+            for _ in 0..<5 {
+                try? await scheduler.sleep(for: .seconds(2))
+                let elapsed = scheduler.currentDate.timeIntervalSince(start)
+                wakes.modify { $0.append(elapsed) }
+            }
+        }
+        await scheduler.advance(by: .seconds(10))
+        precondition(wakes.value == [2, 4, 6, 8, 10], "woke at \(wakes.value)")
+        task.cancel()
+    }
+}

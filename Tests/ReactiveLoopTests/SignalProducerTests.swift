@@ -299,3 +299,108 @@ struct SignalProducerTests {
         #expect(weakResource == nil)
     }
 }
+
+@Suite("startWithSignal's interrupt handle")
+struct StartWithSignalHandleTests {
+    @Test("Disposing the handle ends the run: observe(on:) interrupts on its scheduler, not inside dispose()")
+    func handleEndsRunOfSchedulingOperator() {
+        let scheduler = TestScheduler()
+        let recorder = DisposalRecorder<Int, Never>()
+        var handle: (any Disposable)?
+        SignalProducer(0..<16).observe(on: scheduler).startWithSignal { signal, interrupter in
+            signal.observe(recorder.observer)
+            handle = interrupter
+        }
+        recorder.during { handle?.dispose() }
+        #expect(recorder.events.isEmpty)
+        scheduler.run()
+        #expect(recorder.names == ["interrupted"])
+    }
+
+    @Test("Disposing the handle disposes the producer's resources")
+    func handleDisposesRun() {
+        var ended = false
+        var handle: (any Disposable)?
+        SignalProducer<Int, Never> { _, lifetime in lifetime.observeEnded { ended = true } }
+            .map { $0 + 1 }
+            .startWithSignal { signal, interrupter in
+                signal.observe { _ in }
+                handle = interrupter
+            }
+        #expect(!ended)
+        handle?.dispose()
+        #expect(ended)
+    }
+
+    @Test("A plain producer's run is interrupted at once by the handle")
+    func handleInterruptsPlainRunAtOnce() {
+        let recorder = DisposalRecorder<Int, Never>()
+        SignalProducer<Int, Never>.never.startWithSignal { signal, interrupter in
+            signal.observe(recorder.observer)
+            interrupter.dispose()
+        }
+        #expect(recorder.names == ["interrupted"])
+    }
+
+    @Test("A handle disposed in setup interrupts the signal and never starts the run")
+    func handleDisposedInSetup() {
+        var started = false
+        let recorder = DisposalRecorder<Int, Never>()
+        SignalProducer<Int, Never> { _, _ in started = true }.observe(on: TestScheduler())
+            .startWithSignal { signal, interrupter in
+                signal.observe(recorder.observer)
+                interrupter.dispose()
+            }
+        #expect(!started)
+        #expect(recorder.names == ["interrupted"])
+    }
+}
+
+@Suite("A run's disposable does not keep its observer")
+struct RunReleasesObserverTests {
+    private final class Token {}
+
+    @Test("Disposing a never-ending run releases the observer while the disposable is still held")
+    func disposedRunReleasesObserver() {
+        weak var weakToken: Token?
+        let disposable: any Disposable = {
+            let token = Token()
+            weakToken = token
+            return SignalProducer<Int, Never>.never.startWithValues { _ in _ = token }
+        }()
+        #expect(weakToken != nil)
+        disposable.dispose()
+        #expect(weakToken == nil)
+        withExtendedLifetime(disposable) {}
+    }
+
+    @Test("A run that completed by itself releases the observer while the disposable is still held")
+    func completedRunReleasesObserver() {
+        weak var weakToken: Token?
+        let disposable: any Disposable = {
+            let token = Token()
+            weakToken = token
+            return SignalProducer(value: 1).startWithValues { _ in _ = token }
+        }()
+        #expect(weakToken == nil)
+        withExtendedLifetime(disposable) {}
+    }
+
+    @Test("A disposed run of a scheduling operator releases the observer once interrupted is delivered")
+    func scheduledRunReleasesObserverAfterInterrupted() {
+        let scheduler = TestScheduler()
+        weak var weakToken: Token?
+        let disposable: any Disposable = {
+            let token = Token()
+            weakToken = token
+            return SignalProducer<Int, Never>.never.observe(on: scheduler).startWithValues { _ in _ = token }
+        }()
+        disposable.dispose()
+        scheduler.run()
+        #expect(weakToken == nil)
+        withExtendedLifetime(disposable) {}
+    }
+}
+
+/// Each scenario runs in a child process of its own (an exit test): what it checks is when
+/// tasks get to run, and in this process every other test competes for the same executor.
