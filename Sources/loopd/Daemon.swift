@@ -156,7 +156,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private func start() {
         let granted = udp.receiveBufferSize
         logger.info(
-            "listening on \(udp.localAddress) (UDP and TCP); UDP receive buffer: asked \(configuration.udpBuffer) bytes, the kernel granted \(granted) (SO_RCVBUF, half of it for data)"
+            "loopd \(LoopdVersion.string) listening on \(udp.localAddress) (UDP and TCP); UDP receive buffer: asked \(configuration.udpBuffer) bytes, the kernel granted \(granted) (SO_RCVBUF, half of it for data)"
         )
         prometheus?.start()
         if let prometheus { logger.info("serving Prometheus metrics at http://\(prometheus.address)/metrics") }
@@ -198,6 +198,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         let interval = DispatchTimeInterval.nanoseconds(Int(configuration.flushInterval * 1e9))
         flushTimer = SignalProducer<Date, Never>.timer(interval: interval, on: scheduler)
             .startWithValues { [self] _ in flush(completion: nil) }
+        prometheus?.ready.store(true, ordering: .relaxed)
         inputs += loop.signals(SIGTERM, SIGINT, SIGHUP).startWithValues { [self] signal in
             if signal == SIGHUP {
                 logger.info("SIGHUP: reopening \(configuration.output)")
@@ -332,6 +333,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private func stop(_ name: String) {
         guard !stopping else { return }
         stopping = true
+        prometheus?.ready.store(false, ordering: .relaxed)
         logger.info("\(name): final flush, then exit")
         tcp.close()
         prometheus?.close()
@@ -429,8 +431,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     /// `host:port` (`[v6]:port` for IPv6) as an address.
     /// - Parameters:
     ///   - example: An address to show in the message for a malformed one.
-    ///   - allowsPortZero: Whether port 0 (a port the system picks) makes sense: to listen, not
-    ///     to connect.
+    ///   - allowsPortZero: Whether the address is one to listen on, not to connect to: then port 0
+    ///     (a port the system picks) and an empty host (`:9102`, every IPv4 interface) make sense.
     static func address(_ text: String, flag: String, example: String, allowsPortZero: Bool) throws(StartupError)
         -> SocketAddress
     {
@@ -441,6 +443,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        // `:9102`, as statsd_exporter users write it: every IPv4 interface, for a listener.
+        if host.isEmpty && allowsPortZero { host = "0.0.0.0" }
         return try address(host: host, port: port, flag: flag)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import LoopdCore
 import ReactiveLoop
 import ReactiveLoopUV
 
@@ -19,7 +20,8 @@ struct Loopd: ParsableCommand {
             seconds writes a JSON line per flush (--output), sends Graphite plaintext \
             (--graphite) and serves Prometheus' text format (--prometheus). SIGTERM or SIGINT: \
             final flush and exit 0. SIGHUP: reopen the output file. See docs/loopd.md.
-            """)
+            """,
+        version: LoopdVersion.string)
 
     @Option(help: "The address to receive on (a numeric IPv4 or IPv6 address, or localhost).")
     var host = "127.0.0.1"
@@ -46,7 +48,10 @@ struct Loopd: ParsableCommand {
     @Option(help: "A Graphite plaintext receiver (carbon) to send each flush to, as host:port.")
     var graphite: String?
 
-    @Option(help: "An address to serve Prometheus' text format on, at GET /metrics, as host:port.")
+    @Option(
+        help:
+            "An address to serve Prometheus' text format on, at GET /metrics (and /-/healthy, /-/ready), as host:port; :port listens on every IPv4 interface."
+    )
     var prometheus: String?
 
     @Option(

@@ -4,7 +4,10 @@ import ReactiveLoopUV
 import Synchronization
 
 /// Serves the last flush in Prometheus' text format at `GET /metrics`, one request per
-/// connection (`Connection: close`).
+/// connection (`Connection: close`), and the health routes Prometheus' own server has:
+/// `/-/healthy` (200 while loopd runs) and `/-/ready` (200 once its sockets are open and its
+/// flush timer runs, 503 before and once it is stopping). Every route answers `HEAD` too, with
+/// the headers of `GET` and no body; other methods get 405 with `Allow: GET, HEAD`.
 ///
 /// Bounds, whatever clients do: at most `maxConnections` at once (a client beyond it is
 /// closed at once, and counted); a request must arrive within `requestTimeout` seconds, in at
@@ -31,6 +34,9 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
     private var open = 0
     /// Clients closed because `maxConnections` were being served (read from any thread).
     let refusedConnections = Atomic<UInt64>(0)
+    /// Whether `/-/ready` answers 200: set once loopd's sockets are open and its flush timer
+    /// runs, cleared when it starts stopping. Any thread.
+    let ready = Atomic<Bool>(false)
 
     /// Listens on `address`; serving starts with `start()`.
     init(at address: SocketAddress, on loop: EventLoop, scheduler: LoopScheduler, logger: Logger) throws(UVError) {
@@ -107,20 +113,49 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
 
     private func respond(to request: String, on connection: TCPConnection, then finish: @escaping () -> Void) {
         let parts = request.split(separator: " ")
+        let method = parts.first.map(String.init) ?? ""
         let target = parts.count > 1 ? parts[1].split(separator: "?", maxSplits: 1).first.map(String.init) : nil
-        let status: String
-        let content: ReceivedBytes
-        if parts.first != "GET" {
-            (status, content) = ("405 Method Not Allowed", ReceivedBytes(Array("only GET is served\n".utf8)))
-        } else if target != "/metrics" {
-            (status, content) = ("404 Not Found", ReceivedBytes(Array("loopd serves /metrics\n".utf8)))
+        let response = Self.response(
+            method: method, target: target, exposition: { body.withLock { $0 } }, ready: ready.load(ordering: .relaxed))
+        if method == "HEAD" {
+            connection.write(response.head) { _ in finish() }
         } else {
-            (status, content) = ("200 OK", body.withLock { $0 })
+            connection.write(response.head)
+            connection.write(response.body) { _ in finish() }
+        }
+    }
+
+    /// The status line and headers, and the body, of the answer to `method` on `target`.
+    static func response(
+        method: String, target: String?, exposition: () -> ReceivedBytes, ready: Bool
+    ) -> (head: [UInt8], body: ReceivedBytes) {
+        let text = { (message: String) in ReceivedBytes(Array(message.utf8)) }
+        var contentType = "text/plain; charset=utf-8"
+        var extraHeaders = ""
+        let status: String
+        let body: ReceivedBytes
+        if method != "GET" && method != "HEAD" {
+            (status, body) = ("405 Method Not Allowed", text("only GET and HEAD are served\n"))
+            extraHeaders = "Allow: GET, HEAD\r\n"
+        } else {
+            switch target {
+            case "/metrics":
+                (status, body) = ("200 OK", exposition())
+                contentType = "text/plain; version=0.0.4; charset=utf-8"
+            case "/-/healthy":
+                (status, body) = ("200 OK", text("loopd is healthy.\n"))
+            case "/-/ready":
+                (status, body) =
+                    ready
+                    ? ("200 OK", text("loopd is ready.\n"))
+                    : ("503 Service Unavailable", text("loopd is not ready.\n"))
+            default:
+                (status, body) = ("404 Not Found", text("loopd serves /metrics, /-/healthy and /-/ready\n"))
+            }
         }
         let head = Array(
-            "HTTP/1.1 \(status)\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: \(content.count)\r\nConnection: close\r\n\r\n"
+            "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n\(extraHeaders)Connection: close\r\n\r\n"
                 .utf8)
-        connection.write(head)
-        connection.write(content) { _ in finish() }
+        return (head, body)
     }
 }

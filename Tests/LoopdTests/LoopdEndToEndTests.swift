@@ -1,4 +1,5 @@
 import Foundation
+import LoopdCore
 import Testing
 
 #if canImport(Glibc)
@@ -206,6 +207,20 @@ struct LoopdEndToEndTests {
         #expect(!log.contains("Missing value"))
     }
 
+    @Test func versionIsTheOneTheStartupLineNames() throws {
+        let pipe = Pipe()
+        let version = try LoopdProcess(
+            ["--version"], waitForListening: false, standardOutput: pipe.fileHandleForWriting)
+        version.waitForExit()
+        try pipe.fileHandleForWriting.close()
+        #expect(version.process.terminationStatus == 0)
+        let printed = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(printed == LoopdVersion.string + "\n")
+        let loopd = try LoopdProcess()
+        #expect(loopd.log().contains("loopd \(LoopdVersion.string) listening on "))
+        loopd.signal(SIGTERM)
+    }
+
     @Test func prometheusServesTheLastFlushWithCumulativeCounters() throws {
         let loopd = try LoopdProcess(["--prometheus", "127.0.0.1:0"])
         let line = try loopd.waitForLog("serving Prometheus metrics at http://")
@@ -223,6 +238,18 @@ struct LoopdEndToEndTests {
         let missing = try TCPClient(port: port)
         missing.send("GET / HTTP/1.1\r\n\r\n")
         #expect(String(decoding: missing.readToEnd().bytes, as: UTF8.self).hasPrefix("HTTP/1.1 404"))
+        // HEAD: the head of GET, then the connection closes with no body.
+        let head = try TCPClient(port: port)
+        head.send("HEAD /metrics HTTP/1.1\r\n\r\n")
+        let headResponse = String(decoding: head.readToEnd().bytes, as: UTF8.self)
+        #expect(headResponse.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(headResponse.hasSuffix("Connection: close\r\n\r\n"))
+        for route in ["/-/healthy", "/-/ready"] {
+            let client = try TCPClient(port: port)
+            client.send("GET \(route) HTTP/1.1\r\n\r\n")
+            #expect(
+                String(decoding: client.readToEnd().bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\n"), "\(route)")
+        }
         loopd.signal(SIGTERM)
         #expect(!loopd.log().contains("ThreadSanitizer"), "clean when built with --sanitize=thread")
     }
