@@ -25,8 +25,12 @@ public struct InternalMetric: Sendable, Equatable {
 public struct SampleStats: Sendable, Equatable {
     /// The number of samples received (not scaled by sample rates).
     public var samples: Int
-    /// Their sum, smallest, largest and mean.
-    public var sum, min, max, mean: Double
+    /// Their sum, each sample counted 1/rate times as the series' count counts it.
+    public var sum: Double
+    /// The smallest and largest sample.
+    public var min, max: Double
+    /// `sum` over the count scaled by sample rates: the mean, whatever the rates.
+    public var mean: Double
     /// Nearest-rank percentiles: the smallest sample with at least p% of samples at or below it.
     public var p50, p90, p95, p99: Double
 
@@ -53,7 +57,8 @@ public struct Summary: Sendable, Equatable {
     public var value: Double
     /// Counters and sampled kinds: the count since the series was created.
     public var total: Double
-    /// Sampled kinds: the sum of values since the series was created.
+    /// Sampled kinds: the sum of values since the series was created, each counted 1/rate times
+    /// as `total` counts it.
     public var totalSum: Double
     /// Sampled kinds with samples in the interval: their statistics.
     public var stats: SampleStats?
@@ -99,7 +104,7 @@ public struct Flush: Sendable {
             }
             stats[series] = SampleStats(
                 samples: count, sum: sum, min: samples[start].value, max: samples[end - 1].value,
-                mean: sum / Double(count), p50: percentile(50), p90: percentile(90), p95: percentile(95),
+                mean: sum / table.current[Int(series)], p50: percentile(50), p90: percentile(90), p95: percentile(95),
                 p99: percentile(99))
             start = end
         }

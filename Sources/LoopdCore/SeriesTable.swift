@@ -45,9 +45,11 @@ public struct SeriesTable: Sendable {
     /// Counters and sampled kinds: the count since the series was created (Prometheus'
     /// cumulative counters); gauges and sets: unused.
     private(set) var total: [Double] = []
-    /// Sampled kinds: the sum of the values since the series was created.
+    /// Sampled kinds: the sum of the values since the series was created, each value counted
+    /// 1/rate times, as the count counts it.
     private(set) var totalSum: [Double] = []
-    /// Sampled kinds: this interval's sum of the values, in arrival order. Kept here rather than
+    /// Sampled kinds: this interval's sum of the values, each counted 1/rate times as the count
+    /// counts it, in arrival order. Kept here rather than
     /// summed at the flush so that the line that would overflow it is the one refused: summed
     /// in sorted order, finite samples that arrived as +x, -x, +x, -x… could overflow.
     private(set) var intervalSum: [Double] = []
@@ -194,9 +196,11 @@ public struct SeriesTable: Sendable {
             }
             guard next.current.isFinite else { return nil }
         case .timer, .histogram, .distribution:
+            // A sample sent at rate r stands for 1/r samples: the sums scale as the count does,
+            // so that sum / count is the mean whatever the rates.
             for value in parser.values {
-                next.totalSum += value
-                next.intervalSum += value
+                next.totalSum += value / rate
+                next.intervalSum += value / rate
             }
             let scaled = Double(parser.values.count) / rate
             next.current += scaled

@@ -74,6 +74,26 @@ struct OutputFormatsTests {
         #expect(lines.filter { $0.hasPrefix("# TYPE hits ") }.count == 1)
     }
 
+    @Test func sampledTimersScaleTheirSumAsTheirCountInEveryOutput() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        // All samples are 10; half of them were sent (rate 0.5), and one more at rate 1.
+        feed(ingest, "t:10|ms|@0.5\nt:10:10|ms|@0.5\nt:10|ms")
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_000, intervalSeconds: 10,
+            internalMetrics: [])
+        let summaries = flush.summaries()
+        let prometheus = String(decoding: PrometheusFormat.format(flush, summaries), as: UTF8.self)
+        #expect(prometheus.contains("\nt_sum 70\n") && prometheus.contains("\nt_count 7\n"))
+        let graphite = String(decoding: GraphiteFormat.format(flush, summaries), as: UTF8.self)
+        #expect(graphite.contains("t.count 7 1700000000\n") && graphite.contains("t.sum 70 1700000000\n"))
+        #expect(graphite.contains("t.mean 10 1700000000\n"))
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(JSONLinesFormat.format(flush, summaries))) as? [String: Any])
+        let timer = try #require((json["timers"] as? [[String: Any]])?.first)
+        #expect(timer["count"] as? Double == 7 && timer["sum"] as? Double == 70 && timer["mean"] as? Double == 10)
+        #expect(timer["samples"] as? Double == 4, "what arrived, unscaled")
+    }
+
     @Test func noOutputCarriesANonFiniteValueAndTheRefusedLinesAreCounted() throws {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         var refused: [String] = []

@@ -39,6 +39,8 @@ struct SeriesTableTests {
         #expect(h.kind == .histogram)
         #expect(h.count == 4, "two samples at rate 0.5 count as four")
         #expect(h.stats.samples == 2)
+        #expect(h.stats.sum == 12, "each sample at rate 0.5 counts twice in the sum too")
+        #expect(h.stats.mean == 3)
         #expect(h.stats.p50 == 1 && h.stats.p99 == 5)
         #expect(flushed.stats["d"]?.kind == .distribution)
         #expect(flush(ingest).stats.isEmpty, "samples are reset at each flush")
