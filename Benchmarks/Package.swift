@@ -35,11 +35,12 @@ let package = Package(
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // Time operators' hot paths, for instruction counts under callgrind
-        // (scripts/time-operator-instructions).
+        // (scripts/time-operator-instructions). Not under Benchmarks/: package-benchmark takes
+        // every executable there for a benchmark suite.
         .executableTarget(
             name: "TimeOperatorInstructions",
             dependencies: [.product(name: "ReactiveLoop", package: rootPackage)],
-            path: "Benchmarks/TimeOperatorInstructions"
+            path: "Tools/TimeOperatorInstructions"
         ),
     ]
 )
