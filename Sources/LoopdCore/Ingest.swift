@@ -34,6 +34,9 @@ public final class Ingest {
         /// cannot take or reserves, such as `__name__`; see `PrometheusFormat`), counted when
         /// their series is created.
         public var renamedLabels: UInt64 = 0
+        /// Negative counter values recorded: they count in the interval's sum (JSON, Graphite)
+        /// but not in Prometheus' counter, which never decreases.
+        public var negativeCounterValues: UInt64 = 0
 
         /// Zero counts.
         public init() {}
@@ -77,8 +80,10 @@ public final class Ingest {
             return
         }
         switch table.record(parser) {
-        case .recorded: break
+        case .recorded:
+            if parser.kind == .counter { countNegativeValues() }
         case .created:
+            if parser.kind == .counter { countNegativeValues() }
             let changed = PrometheusFormat.changedLabels(key: table.key(table.count - 1))
             counts.renamedLabels &+= UInt64(changed)
         case .tableFull:
@@ -91,6 +96,11 @@ public final class Ingest {
             counts.badLines &+= 1
             onBadLine?(.nonFinite, line)
         }
+    }
+
+    /// Counts the negative values of the counter line just recorded.
+    private func countNegativeValues() {
+        for value in parser.values where value < 0 { counts.negativeCounterValues &+= 1 }
     }
 
     /// Counts a line that could not be framed (a TCP line over `--max-line`) as received and

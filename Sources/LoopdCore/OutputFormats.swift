@@ -148,7 +148,9 @@ public enum GraphiteFormat {
 /// Names have every byte outside `[a-zA-Z0-9_:]` replaced by `_` (and a leading digit
 /// prefixed with `_`); tags become labels (`key:value` → `key="value"`, a tag without a value →
 /// `key="true"`), their names renamed to ones Prometheus accepts and does not reserve (see
-/// `labelName(_:kind:)`). Counters are cumulative (`counter`, the count since the series was created);
+/// `labelName(_:kind:)`). Counters are cumulative (`counter`, the count since the series was
+/// created, of positive increments only: a Prometheus counter never decreases, so negative values
+/// are left out and counted in `Ingest.Counts.negativeCounterValues`);
 /// gauges and sets are `gauge`s (a set: the distinct members of the last interval); timers,
 /// histograms and distributions are `summary`s: the last interval's quantiles (none after an
 /// interval without samples), with `_sum` and `_count` since creation. A name that a series of another kind has

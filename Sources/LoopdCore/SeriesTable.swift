@@ -43,7 +43,8 @@ public struct SeriesTable: Sendable {
     /// scaled by 1/rate. Sets: unused.
     private(set) var current: [Double] = []
     /// Counters and sampled kinds: the count since the series was created (Prometheus'
-    /// cumulative counters); gauges and sets: unused.
+    /// cumulative counters, which never decrease: a counter's negative increments are left out
+    /// of it); gauges and sets: unused.
     private(set) var total: [Double] = []
     /// Sampled kinds: the sum of the values since the series was created, each value counted
     /// 1/rate times, as the count counts it.
@@ -185,10 +186,16 @@ public struct SeriesTable: Sendable {
         let rate = parser.sampleRate
         switch parser.kind {
         case .counter:
+            // The interval's sum takes every increment; the total, which Prometheus reads as a
+            // counter that never decreases, only the positive ones.
             var sum = 0.0
-            for value in parser.values { sum += value }
+            var increase = 0.0
+            for value in parser.values {
+                sum += value
+                if value > 0 { increase += value }
+            }
             next.current += sum / rate
-            next.total += sum / rate
+            next.total += increase / rate
             guard next.current.isFinite && next.total.isFinite else { return nil }
         case .gauge:
             for (value, delta) in zip(parser.values, parser.isDelta) {

@@ -286,6 +286,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             counter("loopd.bad_lines", counts.badLines, reported.badLines),
             counter("loopd.series_dropped", counts.droppedSeries, reported.droppedSeries),
             counter("loopd.prometheus_labels_renamed", counts.renamedLabels, reported.renamedLabels),
+            counter(
+                "loopd.prometheus_negative_counter_values", counts.negativeCounterValues,
+                reported.negativeCounterValues),
             counter("loopd.udp_kernel_drops", drops, reportedKernelDrops),
             counter("loopd.output_dropped_flushes", outputDrops, reportedOutputDrops),
             counter("loopd.flushes_skipped", skippedFlushes, reportedSkippedFlushes),

@@ -74,6 +74,26 @@ struct OutputFormatsTests {
         #expect(lines.filter { $0.hasPrefix("# TYPE hits ") }.count == 1)
     }
 
+    @Test func prometheusCountersNeverDecreaseAndNegativeValuesAreCounted() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "c:5|c\nc:-3|c\nc:2:-1|c")
+        let first = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_000, intervalSeconds: 10,
+            internalMetrics: [])
+        var prometheus = String(decoding: PrometheusFormat.format(first, first.summaries()), as: UTF8.self)
+        #expect(prometheus.contains("\nc 7\n"), "5 + 2: the negative values are left out")
+        #expect(ingest.counts.negativeCounterValues == 2)
+        let graphite = String(decoding: GraphiteFormat.format(first, first.summaries()), as: UTF8.self)
+        #expect(graphite.contains("c 3 1700000000\n"), "the interval's sum keeps them: 5 - 3 + 2 - 1")
+        feed(ingest, "c:-10|c")
+        let second = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_010, intervalSeconds: 10,
+            internalMetrics: [])
+        prometheus = String(decoding: PrometheusFormat.format(second, second.summaries()), as: UTF8.self)
+        #expect(prometheus.contains("\nc 7\n"), "never below the previous scrape")
+        #expect(ingest.counts.negativeCounterValues == 3)
+    }
+
     @Test func sampledTimersScaleTheirSumAsTheirCountInEveryOutput() throws {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         // All samples are 10; half of them were sent (rate 0.5), and one more at rate 1.
