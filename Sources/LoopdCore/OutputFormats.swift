@@ -156,10 +156,17 @@ public enum GraphiteFormat {
 /// interval without samples), with `_sum` and `_count` since creation. A name that a series of another kind has
 /// already taken (a summary's `_sum` and `_count` included) is skipped, as Prometheus allows one
 /// type per name, and so is a series whose name and labels repeat an earlier one's: whatever
-/// the tags, the exposition is one Prometheus can scrape.
+/// the tags, the exposition is one Prometheus can scrape. `exposition(_:_:)` says how many series
+/// were left out.
 public enum PrometheusFormat {
     /// The flush as an exposition.
     public static func format(_ flush: Flush, _ summaries: [Summary]) -> [UInt8] {
+        exposition(flush, summaries).bytes
+    }
+
+    /// The flush as an exposition, and the number of series left out of it: those whose name a
+    /// series of another type holds, and those whose name and labels repeat a series shown.
+    public static func exposition(_ flush: Flush, _ summaries: [Summary]) -> (bytes: [UInt8], leftOut: Int) {
         struct Entry {
             var name: [UInt8]
             var labels: [UInt8]
@@ -188,6 +195,7 @@ public enum PrometheusFormat {
         var owners = [[UInt8]: [UInt8]]()  // A sample's name → the family's name.
         var families = [[UInt8]: MetricKind]()
         var kept = Set<[UInt8]>()
+        let offered = entries.count
         entries = entries.filter { entry in
             let family = Self.family(entry.kind)
             if let owner = families[entry.name] {
@@ -202,6 +210,7 @@ public enum PrometheusFormat {
             }
             return kept.insert(entry.name + [UInt8(ascii: "{")] + entry.labels).inserted
         }
+        let leftOut = offered - entries.count
         // Group each name's series together, in first-seen order of names.
         var order = [[UInt8]: Int]()
         for entry in entries where order[entry.name] == nil { order[entry.name] = order.count }
@@ -259,7 +268,7 @@ public enum PrometheusFormat {
                 sample("_count", nil, summary.total)
             }
         }
-        return out
+        return (out, leftOut)
     }
 
     static func sanitizedName(_ name: ArraySlice<UInt8>) -> [UInt8] {

@@ -81,6 +81,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private var reportedPrometheusRefused: UInt64 = 0
     private var latestKernelDrops: UInt64 = 0
     private let lastFlushNanoseconds = Atomic<UInt64>(0)  // Written by the flush queue, read on the loop.
+    /// Series left out of the last Prometheus exposition (name or labels taken). Written by the
+    /// flush queue, read on the loop.
+    private let prometheusLeftOut = Atomic<Int>(0)
 
     /// Opens the output, the sockets and the outputs' connections; throws what cannot be
     /// opened, naming its flag.
@@ -303,6 +306,10 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             let total = prometheus.refusedConnections.load(ordering: .relaxed)
             metrics.append(counter("loopd.prometheus_connections_refused", total, reportedPrometheusRefused))
             reportedPrometheusRefused = total
+            metrics.append(
+                InternalMetric(
+                    name: "loopd.prometheus_series_left_out", kind: .gauge,
+                    value: Double(prometheusLeftOut.load(ordering: .relaxed))))
         }
         if let graphite {
             metrics.append(
@@ -323,7 +330,11 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
                 if let completion { _ = loop.execute(completion) }
             }
             if let graphite { graphite.send(GraphiteFormat.format(flush, summaries)) }
-            if let prometheus { prometheus.update(PrometheusFormat.format(flush, summaries)) }
+            if let prometheus {
+                let exposition = PrometheusFormat.exposition(flush, summaries)
+                prometheus.update(exposition.bytes)
+                prometheusLeftOut.store(exposition.leftOut, ordering: .relaxed)
+            }
             let duration = DispatchTime.now().uptimeNanoseconds - started
             lastFlushNanoseconds.store(duration, ordering: .relaxed)
             logger.trace("flushed \(summaries.count) series in \(Double(duration) / 1e6) ms")

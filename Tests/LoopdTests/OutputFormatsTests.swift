@@ -74,6 +74,24 @@ struct OutputFormatsTests {
         #expect(lines.filter { $0.hasPrefix("# TYPE hits ") }.count == 1)
     }
 
+    @Test func prometheusShowsEachSeriesOnceAndCountsTheOnesLeftOut() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        // Three names that sanitize alike, one name as three sampled kinds, two tags that make
+        // the same label, and a counter whose name a summary's `_count` holds.
+        feed(ingest, "a.b.c:1|c\na_b_c:2|c\na-b-c:3|c\nlat:1|ms\nlat:2|h\nlat:3|d\nx:1|c|#my-key:v\nx:1|c|#my.key:v")
+        feed(ingest, "lat_count:1|c")
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_000, intervalSeconds: 10,
+            internalMetrics: [])
+        let exposition = PrometheusFormat.exposition(flush, flush.summaries())
+        let lines = String(decoding: exposition.bytes, as: UTF8.self).split(separator: "\n")
+        let samples = lines.filter { !$0.hasPrefix("#") }.map { $0.split(separator: " ")[0] }
+        #expect(Set(samples).count == samples.count, "every sample's name and labels are unique: \(samples)")
+        #expect(lines.filter { $0 == "# TYPE lat summary" }.count == 1)
+        #expect(lines.filter { $0.hasPrefix("lat{quantile=\"0.5\"}") }.count == 1)
+        #expect(exposition.leftOut == 6, "a_b_c twice, lat twice, x once, lat_count once")
+    }
+
     @Test func prometheusCountersNeverDecreaseAndNegativeValuesAreCounted() throws {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         feed(ingest, "c:5|c\nc:-3|c\nc:2:-1|c")
