@@ -35,7 +35,8 @@ public final class Ingest {
         /// their series is created.
         public var renamedLabels: UInt64 = 0
         /// Negative counter values recorded: they count in the interval's sum (JSON, Graphite)
-        /// but not in Prometheus' counter, which never decreases.
+        /// but not in Prometheus' counter, which never decreases. Brought up to date at the end
+        /// of each interval (`endInterval(expireAfter:)`), not per line.
         public var negativeCounterValues: UInt64 = 0
 
         /// Zero counts.
@@ -80,10 +81,8 @@ public final class Ingest {
             return
         }
         switch table.record(parser) {
-        case .recorded:
-            if parser.kind == .counter { countNegativeValues() }
+        case .recorded: break
         case .created:
-            if parser.kind == .counter { countNegativeValues() }
             let changed = PrometheusFormat.changedLabels(key: table.key(table.count - 1))
             counts.renamedLabels &+= UInt64(changed)
         case .tableFull:
@@ -98,11 +97,6 @@ public final class Ingest {
         }
     }
 
-    /// Counts the negative values of the counter line just recorded.
-    private func countNegativeValues() {
-        for value in parser.values where value < 0 { counts.negativeCounterValues &+= 1 }
-    }
-
     /// Counts a line that could not be framed (a TCP line over `--max-line`) as received and
     /// rejected for `error`.
     public func reject(_ error: LineError, _ line: UnsafeRawBufferPointer) {
@@ -112,5 +106,8 @@ public final class Ingest {
     }
 
     /// Ends the interval: see `SeriesTable.endInterval(expireAfter:)`.
-    public func endInterval(expireAfter: UInt32) -> SeriesTable { table.endInterval(expireAfter: expireAfter) }
+    public func endInterval(expireAfter: UInt32) -> SeriesTable {
+        counts.negativeCounterValues = table.negativeCounterValues
+        return table.endInterval(expireAfter: expireAfter)
+    }
 }

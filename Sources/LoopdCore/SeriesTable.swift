@@ -54,6 +54,9 @@ public struct SeriesTable: Sendable {
     /// summed at the flush so that the line that would overflow it is the one refused: summed
     /// in sorted order, finite samples that arrived as +x, -x, +x, -x… could overflow.
     private(set) var intervalSum: [Double] = []
+    /// Negative counter values recorded since the table was created: they count in the
+    /// interval's sum but not in `total`, Prometheus' counter, which never decreases.
+    private(set) var negativeCounterValues: UInt64 = 0
     /// Open addressing, linear probing: a series index or -1. Its count is a power of two, at
     /// least twice the number of series.
     private var slots: [Int32] = Array(repeating: -1, count: 64)
@@ -175,6 +178,8 @@ public struct SeriesTable: Sendable {
         var total = 0.0
         var totalSum = 0.0
         var intervalSum = 0.0
+        /// Counters: the negative values of the line being recorded (not a column).
+        var negatives: UInt64 = 0
     }
 
     /// The aggregates of a series at `now` once the line `parser` holds is recorded, or nil if
@@ -192,7 +197,11 @@ public struct SeriesTable: Sendable {
             var increase = 0.0
             for value in parser.values {
                 sum += value
-                if value > 0 { increase += value }
+                if value > 0 {
+                    increase += value
+                } else if value < 0 {
+                    next.negatives &+= 1
+                }
             }
             next.current += sum / rate
             next.total += increase / rate
@@ -227,6 +236,7 @@ public struct SeriesTable: Sendable {
         case .counter:
             current[series] = next.current
             total[series] = next.total
+            negativeCounterValues &+= next.negatives
         case .gauge:
             current[series] = next.current
         case .timer, .histogram, .distribution:
@@ -287,6 +297,7 @@ public struct SeriesTable: Sendable {
     private mutating func removeIdle(expireAfter: UInt32, keeping: Int) {
         var next = SeriesTable(maxSeries: maxSeries)
         next.interval = interval
+        next.negativeCounterValues = negativeCounterValues
         next.keyBytes.reserveCapacity(keyBytes.count)
         var capacity = 64
         while capacity < keeping * 2 { capacity *= 2 }

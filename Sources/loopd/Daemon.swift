@@ -445,20 +445,20 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     /// `host:port` (`[v6]:port` for IPv6) as an address.
     /// - Parameters:
     ///   - example: An address to show in the message for a malformed one.
-    ///   - allowsPortZero: Whether the address is one to listen on, not to connect to: then port 0
-    ///     (a port the system picks) and an empty host (`:9102`, every IPv4 interface) make sense.
-    static func address(_ text: String, flag: String, example: String, allowsPortZero: Bool) throws(StartupError)
+    ///   - listening: Whether the address is one to listen on, not to connect to: then port 0
+    ///     (a port the system picks) and an empty host (`:9102`, every IPv4 interface) are allowed.
+    static func address(_ text: String, flag: String, example: String, listening: Bool) throws(StartupError)
         -> SocketAddress
     {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (1...65535).contains(port) || (port == 0 && allowsPortZero)
+            (1...65535).contains(port) || (port == 0 && listening)
         else {
             throw StartupError(description: "\(flag) \(text): expected host:port, such as \(example)")
         }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         // `:9102`, as statsd_exporter users write it: every IPv4 interface, for a listener.
-        if host.isEmpty && allowsPortZero { host = "0.0.0.0" }
+        if host.isEmpty && listening { host = "0.0.0.0" }
         return try address(host: host, port: port, flag: flag)
     }
 }

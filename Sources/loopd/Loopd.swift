@@ -120,10 +120,10 @@ struct Loopd: ParsableCommand {
                 listen: try Daemon.address(host: host, port: port, flag: "--host/--port"),
                 udpBuffer: udpBuffer, maxLine: maxLine, flushInterval: flushInterval, output: output,
                 graphite: try graphite.map {
-                    try Daemon.address($0, flag: "--graphite", example: "127.0.0.1:2003", allowsPortZero: false)
+                    try Daemon.address($0, flag: "--graphite", example: "127.0.0.1:2003", listening: false)
                 },
                 prometheus: try prometheus.map {
-                    try Daemon.address($0, flag: "--prometheus", example: "127.0.0.1:9102", allowsPortZero: true)
+                    try Daemon.address($0, flag: "--prometheus", example: "127.0.0.1:9102", listening: true)
                 },
                 maxSeries: maxSeries, expireAfter: UInt32(expireAfter),
                 tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued)

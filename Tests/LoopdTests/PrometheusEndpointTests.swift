@@ -43,11 +43,11 @@ struct PrometheusEndpointTests {
     }
 
     @Test func aListenerAddressWithoutHostListensOnEveryIPv4Interface() throws {
-        let address = try Daemon.address(":9102", flag: "--prometheus", example: "127.0.0.1:9102", allowsPortZero: true)
+        let address = try Daemon.address(":9102", flag: "--prometheus", example: "127.0.0.1:9102", listening: true)
         #expect(address.description == "0.0.0.0:9102")
         // An address to connect to needs its host.
         #expect(throws: Daemon.StartupError.self) {
-            try Daemon.address(":2003", flag: "--graphite", example: "127.0.0.1:2003", allowsPortZero: false)
+            try Daemon.address(":2003", flag: "--graphite", example: "127.0.0.1:2003", listening: false)
         }
     }
 }

@@ -109,6 +109,20 @@ struct SeriesTableTests {
         #expect(flushed.gauges.isEmpty)
     }
 
+    @Test func negativeCounterValuesStayCountedWhenIdleSeriesExpire() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "gone:-1:-2|c\nkept:-3|c")
+        _ = ingest.endInterval(expireAfter: 1)
+        #expect(ingest.counts.negativeCounterValues == 3)
+        feed(ingest, "kept:1|c")
+        // `gone` expires: the table is rebuilt without it.
+        _ = ingest.endInterval(expireAfter: 1)
+        feed(ingest, "kept:-1|c")
+        _ = ingest.endInterval(expireAfter: 1)
+        #expect(ingest.table.count == 1)
+        #expect(ingest.counts.negativeCounterValues == 4)
+    }
+
     @Test func aFlushedTableIsUnchangedByLaterLines() {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         feed(ingest, "a:1|c\nt:1|ms")
