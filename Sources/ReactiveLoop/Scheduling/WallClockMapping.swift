@@ -50,14 +50,8 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
 
     /// The monotonic time now, in seconds (for `_ClockScheduler`).
     package static var monotonicSeconds: TimeInterval {
-        #if os(Linux)
-            var now = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &now)
-            // A multiplication, not a division: this runs on every input of a time operator.
-            return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
-        #else
-            Double(monotonicNow) * 1e-9
-        #endif
+        // A multiplication, not a division: this runs on every input of a time operator.
+        Double(monotonicNow) * 1e-9
     }
 
     /// The monotonic deadline in nanoseconds of `time` (seconds on the monotonic clock), or

@@ -48,16 +48,18 @@ extension SignalProducer {
 @usableFromInline
 class _TimedState<Value, Error: Swift.Error>: @unchecked Sendable {  // Immutable; subclasses say what guards theirs.
     @usableFromInline let interval: TimeInterval
-    @usableFromInline let scheduler: any DateScheduler
-    /// The scheduler's time, for deadlines: its own clock when it has one.
+    /// The scheduler's time, for deadlines (its own clock when it has one), and the scheduler.
     @usableFromInline let clock: _SchedulerClock
     @usableFromInline let sink: _SerialSink<Value, Error>
     @usableFromInline let timer = SerialDisposable()
 
+    /// The operator's scheduler.
+    @inlinable
+    var scheduler: any DateScheduler { clock.scheduler }
+
     @usableFromInline
     init(interval: TimeInterval, clock: _SchedulerClock, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
         self.interval = interval
-        self.scheduler = clock.scheduler
         self.clock = clock
         self.sink = sink
         lifetime += timer
