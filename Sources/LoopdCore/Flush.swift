@@ -62,6 +62,11 @@ public struct Summary: Sendable, Equatable {
     public var totalSum: Double
     /// Sampled kinds with samples in the interval: their statistics.
     public var stats: SampleStats?
+    /// Sampled kinds with samples in the interval, when `Flush.summaries(bucketBounds:)` was
+    /// given bounds: for each bound, the interval's samples at or below it, scaled as `value`
+    /// is (each count times `value / samples`, so that a count of all the samples is `value`).
+    /// Empty otherwise.
+    public var buckets: [Double] = []
 }
 
 /// A flushed interval: the table as it stood when the interval ended, and loopd's own metrics.
@@ -83,13 +88,18 @@ public struct Flush: Sendable {
         self.internalMetrics = internalMetrics
     }
 
-    /// Every series of the table, in table order, with its sampled kinds' statistics.
+    /// Every series of the table, in table order, with its sampled kinds' statistics and, for
+    /// each of `bucketBounds` (ascending), the interval's samples at or below it. A timer's
+    /// samples are compared in seconds (their value / 1000: timers are sent in milliseconds),
+    /// the other kinds' as sent.
     ///
-    /// - Complexity: O(n log n) in the interval's samples (they are sorted).
-    public func summaries() -> [Summary] {
+    /// - Complexity: O(n log n) in the interval's samples (they are sorted), plus O(bounds) per
+    ///   sampled series.
+    public func summaries(bucketBounds: [Double] = []) -> [Summary] {
         var samples = table.samples
         samples.sort { $0.series != $1.series ? $0.series < $1.series : $0.value < $1.value }
         var stats = [Int32: SampleStats]()
+        var buckets = [Int32: [Double]]()
         var start = 0
         while start < samples.count {
             var end = start
@@ -106,6 +116,18 @@ public struct Flush: Sendable {
                 samples: count, sum: sum, min: samples[start].value, max: samples[end - 1].value,
                 mean: sum / table.current[Int(series)], p50: percentile(50), p90: percentile(90), p95: percentile(95),
                 p99: percentile(99))
+            if !bucketBounds.isEmpty {
+                let scale = table.current[Int(series)] / Double(count)
+                let unit = table.kind(Int(series)) == .timer ? 1000.0 : 1
+                var counts = [Double]()
+                counts.reserveCapacity(bucketBounds.count)
+                var below = start
+                for bound in bucketBounds {
+                    while below < end && samples[below].value / unit <= bound { below += 1 }
+                    counts.append(Double(below - start) * scale)
+                }
+                buckets[series] = counts
+            }
             start = end
         }
         var summaries = [Summary]()
@@ -117,7 +139,8 @@ public struct Flush: Sendable {
             summaries.append(
                 Summary(
                     series: series, kind: kind, hasData: table.lastSeen[series] == table.interval, value: value,
-                    total: table.total[series], totalSum: table.totalSum[series], stats: stats[Int32(series)]))
+                    total: table.total[series], totalSum: table.totalSum[series], stats: stats[Int32(series)],
+                    buckets: buckets[Int32(series)] ?? []))
         }
         return summaries
     }

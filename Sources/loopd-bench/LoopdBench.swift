@@ -216,7 +216,9 @@ struct LoopdServer: Server {
                 if name == "loopd.udp_kernel_drops" { drops += series["value"] as! Double }
             }
             for series in flush["gauges"] as! [[String: Any]] {
-                if series["name"] as? String == "loopd.flush_duration_ms" { flushes.append(series["value"] as! Double) }
+                if series["name"] as? String == "loopd.flush_duration_seconds" {
+                    flushes.append(series["value"] as! Double * 1000)
+                }
                 if series["name"] as? String == "loopd.table_bytes" { tableBytes = Int(series["value"] as! Double) }
             }
         }

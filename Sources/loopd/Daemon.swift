@@ -37,6 +37,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var expireAfter: UInt32
         var tcpIdleTimeout: Double = 600
         var graphiteMaxQueued = 16 << 20
+        var prometheusTimers = PrometheusOptions.Timers.histogram
+        var prometheusBuckets = PrometheusOptions.defaultBuckets
     }
 
     /// The most TCP clients connected at once; one beyond it is disconnected at once and
@@ -58,6 +60,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     let graphite: GraphiteOutput?
     let prometheus: PrometheusEndpoint?
     let flushQueue = DispatchQueue(label: "loopd.flush")
+    /// The Prometheus exposition's renderer, with the histograms' cumulative buckets. Confined
+    /// to the flush queue.
+    private let prometheusExposition: PrometheusExposition
 
     // Confined to the loop thread.
     private let ingest: Ingest
@@ -118,6 +123,10 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             prometheus = nil
         }
         ingest = Ingest(maxLineLength: configuration.maxLine, maxSeries: configuration.maxSeries)
+        prometheusExposition = PrometheusExposition(
+            options: PrometheusOptions(
+                timers: configuration.prometheusTimers, buckets: configuration.prometheusBuckets,
+                flushInterval: configuration.flushInterval))
     }
 
     /// The UDP socket and the TCP listener, on one port. With `--port 0`, TCP takes the port the
@@ -299,8 +308,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             InternalMetric(name: "loopd.series", kind: .gauge, value: Double(table.count)),
             InternalMetric(name: "loopd.table_bytes", kind: .gauge, value: Double(table.storageBytes)),
             InternalMetric(
-                name: "loopd.flush_duration_ms", kind: .gauge,
-                value: Double(lastFlushNanoseconds.load(ordering: .relaxed)) / 1e6),
+                name: "loopd.flush_duration_seconds", kind: .gauge,
+                value: Double(lastFlushNanoseconds.load(ordering: .relaxed)) / 1e9),
         ]
         if let prometheus {
             let total = prometheus.refusedConnections.load(ordering: .relaxed)
@@ -325,13 +334,14 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             table: table, timestamp: Self.wallClock(), intervalSeconds: intervalSeconds,
             internalMetrics: metrics)
         flushQueue.async { [self] in
-            let summaries = flush.summaries()
+            let summaries = flush.summaries(
+                bucketBounds: prometheus == nil ? [] : prometheusExposition.options.bucketBounds)
             output.submit(JSONLinesFormat.format(flush, summaries)) { [loop] in
                 if let completion { _ = loop.execute(completion) }
             }
             if let graphite { graphite.send(GraphiteFormat.format(flush, summaries)) }
             if let prometheus {
-                let exposition = PrometheusFormat.exposition(flush, summaries)
+                let exposition = prometheusExposition.render(flush, summaries)
                 prometheus.update(exposition.bytes)
                 prometheusLeftOut.store(exposition.leftOut, ordering: .relaxed)
             }

@@ -55,6 +55,18 @@ struct Loopd: ParsableCommand {
     var prometheus: String?
 
     @Option(
+        name: .customLong("prometheus-timers"),
+        help: "How Prometheus shows timers, histograms and distributions: histogram or summary.")
+    var prometheusTimers = "histogram"
+
+    @Option(
+        name: .customLong("prometheus-buckets"),
+        help:
+            "The Prometheus histograms' bucket bounds, ascending and comma-separated: in seconds for timers, as sent for histograms and distributions."
+    )
+    var prometheusBuckets = PrometheusOptions.defaultBuckets.map { "\($0)" }.joined(separator: ",")
+
+    @Option(
         name: .customLong("max-series"), parsing: .unconditional,
         help: "The most series kept; lines for new series beyond it are dropped.")
     var maxSeries = 100_000
@@ -104,6 +116,14 @@ struct Loopd: ParsableCommand {
             Logger.Level(rawValue: logLevel) != nil,
             "--log-level must be one of trace, debug, info, notice, warning, error, critical; got \(logLevel)")
         try check(!output.isEmpty, "--output must be a file path or -, got an empty string")
+        try check(
+            PrometheusOptions.Timers(rawValue: prometheusTimers) != nil,
+            "--prometheus-timers must be histogram or summary, got \(prometheusTimers)")
+        do {
+            _ = try PrometheusOptions.bucketList(prometheusBuckets)
+        } catch {
+            throw ValidationError("--prometheus-buckets \(prometheusBuckets): \(error)")
+        }
     }
 
     func run() throws {
@@ -126,7 +146,9 @@ struct Loopd: ParsableCommand {
                     try Daemon.address($0, flag: "--prometheus", example: "127.0.0.1:9102", listening: true)
                 },
                 maxSeries: maxSeries, expireAfter: UInt32(expireAfter),
-                tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued)
+                tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued,
+                prometheusTimers: PrometheusOptions.Timers(rawValue: prometheusTimers)!,
+                prometheusBuckets: try PrometheusOptions.bucketList(prometheusBuckets))
         } catch let error as Daemon.StartupError {
             throw ValidationError(error.description)
         }

@@ -1,9 +1,10 @@
 // libFuzzer entry point for loopd's parser, series table and flush summaries (scripts/fuzz-parser
-// compiles it with Sources/LoopdCore's standard-library-only files). Checks, beyond "no crash":
+// compiles it with all of Sources/LoopdCore, which uses the standard library alone). Checks, beyond "no crash":
 // a line either fails with a reason or lands in a series; counts add up; a flush summarises every
 // series it holds; every key in the table parses back to the same kind.
 
 let ingest = Ingest(maxLineLength: 1024, maxSeries: 512)
+let exposition = PrometheusExposition(options: PrometheusOptions(buckets: [0.001, 1, 1000]))
 var datagrams = 0
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -28,7 +29,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     if datagrams % 64 == 0 {
         let table = ingest.endInterval(expireAfter: 3)
         let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
-        let summaries = flush.summaries()
+        let summaries = flush.summaries(bucketBounds: exposition.options.bucketBounds)
         precondition(summaries.count == table.count, "a series is missing from its flush")
         for summary in summaries {
             precondition(table.kind(summary.series) == summary.kind)
@@ -40,7 +41,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         }
         _ = JSONLinesFormat.format(flush, summaries)
         _ = GraphiteFormat.format(flush, summaries)
-        _ = PrometheusFormat.format(flush, summaries)
+        let rendered = exposition.render(flush, summaries)
+        precondition(rendered.leftOut <= summaries.count, "more series left out than offered")
+        for summary in summaries where !summary.buckets.isEmpty {
+            precondition(zip(summary.buckets, summary.buckets.dropFirst()).allSatisfy { $0 <= $1 }, "buckets fall")
+        }
     }
     return 0
 }

@@ -181,6 +181,9 @@ struct LoopdEndToEndTests {
         (["--graphite-max-queued", "10"], "--graphite-max-queued must be in 1024...1099511627776 bytes, got 10"),
         (["--host", "example.com"], "--host/--port example.com: not a numeric"),
         (["--log-level", "loud"], "--log-level must be one of"),
+        (["--prometheus-timers", "both"], "--prometheus-timers must be histogram or summary, got both"),
+        (["--prometheus-buckets", "1,0.5"], "--prometheus-buckets 1,0.5: bounds must be strictly ascending"),
+        (["--prometheus-buckets", "0.1,x"], "--prometheus-buckets 0.1,x: \"x\" is not a number"),
     ])
     func badFlagsAreRejectedWithTheirValue(arguments: [String], message: String) throws {
         let loopd = try LoopdProcess(arguments, waitForListening: false)
@@ -232,9 +235,10 @@ struct LoopdEndToEndTests {
         client.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         let response = String(decoding: client.readToEnd().bytes, as: UTF8.self)
         #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
-        #expect(response.contains("\nweb_hits{code=\"200\"} 2\n"))
-        #expect(response.contains("# TYPE web_time summary"))
-        #expect(response.contains("\nweb_time_count 1\n"))
+        #expect(response.contains("\nweb_hits_total{code=\"200\"} 2\n"))
+        #expect(response.contains("# TYPE web_time_seconds histogram"))
+        #expect(response.contains("\nweb_time_seconds_bucket{le=\"0.005\"} 1\n"))
+        #expect(response.contains("\nweb_time_seconds_count 1\n"))
         let missing = try TCPClient(port: port)
         missing.send("GET / HTTP/1.1\r\n\r\n")
         #expect(String(decoding: missing.readToEnd().bytes, as: UTF8.self).hasPrefix("HTTP/1.1 404"))

@@ -10,7 +10,7 @@ endpoint. Each total is checked in loopd's JSON output and through the peer's ow
 
 Usage: peers_test.py PATH/TO/loopd    (scripts/peer-tests builds loopd and installs the peers)
 """
-import json, os, signal, socket, subprocess, sys, tempfile, time, urllib.parse, urllib.request
+import json, os, signal, socket, subprocess, sys, tempfile, time, urllib.error, urllib.parse, urllib.request
 
 import statsd
 from datadog.dogstatsd import DogStatsd
@@ -152,7 +152,12 @@ scrape_configs:
         dog.gauge("peer.dd.gauge", 7, tags=["env:peer"])
         dog.set("peer.dd.set", "x", tags=["env:peer"])
         dog.flush()
-        sent_lines = 500 + 100 + 2 + 4 + 50 + 100 + 900 + 2
+        # Sampled timers (every sample is 10 ms, sent at rate 0.5) and a counter sent negative
+        # increments, as raw datagrams: the clients drop sampled sends at random.
+        raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for _ in range(20):
+            raw.sendto(b"peer.sampled:10|ms|@0.5\npeer.neg:5|c\npeer.neg:-3|c", ("127.0.0.1", loopd_port))
+        sent_lines = 500 + 100 + 2 + 4 + 50 + 100 + 900 + 2 + 60
 
         def all_lines_in():
             counters = totals(output)[0]
@@ -195,16 +200,50 @@ scrape_configs:
         # Prometheus' query API: cumulative counters, summaries' counts.
         def query(expression):
             url = f"http://127.0.0.1:{prometheus_port}/api/v1/query?" + urllib.parse.urlencode({"query": expression})
-            with urllib.request.urlopen(url, timeout=5) as response:
-                result = json.load(response)["data"]["result"]
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    result = json.load(response)["data"]["result"]
+            except urllib.error.HTTPError as error:
+                raise AssertionError(f"prometheus refused {expression}: {error.read().decode()}")
             return float(result[0]["value"][1]) if result else None
-        for expression, want in [("peer_counter", 500), ('peer_dd_counter{env="peer",zone="b"}', 300),
-                                 ("peer_timer_count", 100), ('peer_dd_hist_count{env="peer"}', 300),
-                                 ("peer_gauge", 42)]:
+        # Names as docs/loopd.md gives them: "counter" is a type word, which Prometheus' linter
+        # refuses after a "_", so it is joined to the word before it.
+        for expression, want in [("peercounter_total", 500), ('peer_ddcounter_total{env="peer",zone="b"}', 300),
+                                 ("peer_timer_seconds_count", 100), ('peer_dd_hist_count{env="peer"}', 300),
+                                 ('peer_dd_hist_bucket{env="peer",le="5"}', 180), ("peergauge", 42),
+                                 ("peer_timer_seconds_sum", sum(range(100)) / 1000),
+                                 ("peer_sampled_seconds_count", 40),
+                                 ("peer_sampled_seconds_sum / peer_sampled_seconds_count", 0.01),
+                                 ("peer_neg_total", 100)]:
             got = wait_for(f"prometheus to report {expression} = {want}",
                            lambda: query(expression) == want or None, seconds=30) and want
             if got != want:
                 failures.append(f"prometheus {expression}: got {query(expression)}, expected {want}")
+
+        # Over the whole run: every scrape succeeded, and no counter went down.
+        for expression, want in [("min_over_time(up[5m])", 1), ("resets(peer_neg_total[5m])", 0),
+                                 ("resets(peercounter_total[5m])", 0), ("resets(peer_sampled_seconds_count[5m])", 0),
+                                 ("resets(peer_sampled_seconds_sum[5m])", 0)]:
+            got = query(expression)
+            if got != want:
+                failures.append(f"prometheus {expression}: got {got}, expected {want}")
+
+        # Hostile names and tags: the exposition still passes promtool's checks, lint included.
+        hostile = [b"a.b.c:1|c", b"a_b_c:2|c", b"a-b-c:3|c", b"lat:10|ms|@0.5", b"lat:5|h", b"lat:5|d",
+                   b"my-key:1|c|#my-key:v,my.key:w", b"fooBar.latencyMs:3|ms", b"disk.used.kb:5|g",
+                   b"req.total:4|g", b"x.count:1|g", b"h:1|c|#__name__:x,le:1,quantile:2,podName:p,1a:b",
+                   b"_ms:1|g", b"9lives:1|c", b"my_counter:1|c", b"weird/path\\x:1|g", b"q\"uote:1|c|#v:\"\\\n",
+                   "ünï.cödé:1|g|#ключ:значение".encode(), b"x_k_b:1|g", b"api:1|c|#a:1,a:2"]
+        for line in hostile:
+            raw.sendto(line, ("127.0.0.1", loopd_port))
+        time.sleep(2.5)  # a flush
+        with urllib.request.urlopen(f"http://127.0.0.1:{exporter_port}/metrics", timeout=5) as response:
+            exposition = response.read()
+        checked = subprocess.run(["promtool", "check", "metrics"], input=exposition, capture_output=True)
+        if (checked.returncode != 0 or b"\n# TYPE foo_bar_latency_seconds histogram\n" not in exposition
+                or b"\nh_total{" not in exposition):
+            failures.append(f"promtool check metrics: status {checked.returncode}: "
+                            f"{checked.stdout.decode()}{checked.stderr.decode()}")
 
         # SIGTERM: a final flush and exit 0 within a second.
         started = time.time()

@@ -1,0 +1,585 @@
+// Prometheus' text exposition format (version 0.0.4): names and labels Prometheus takes and
+// its linter accepts, counters with `_total`, timers as histograms (or summaries) in seconds.
+
+/// How the Prometheus exposition shows timers, histograms and distributions.
+public struct PrometheusOptions: Sendable, Equatable {
+    /// The Prometheus type of the sampled kinds (`ms`, `h`, `d`).
+    public enum Timers: String, Sendable, Equatable, CaseIterable {
+        /// Histograms: a cumulative count per bucket since the series was created, with `_sum`
+        /// and `_count`. Prometheus can aggregate them across instances and compute any
+        /// quantile over any window (`histogram_quantile`).
+        case histogram
+        /// Summaries: the quantiles 0.5, 0.9, 0.95 and 0.99 of the last flush interval's
+        /// samples (left out after an interval without samples), with `_sum` and `_count` since
+        /// the series was created.
+        case summary
+    }
+
+    /// The Prometheus type of timers, histograms and distributions.
+    public var timers: Timers
+    /// The histograms' bucket upper bounds, ascending (`+Inf` is added): in seconds for timers,
+    /// as sent for histograms and distributions.
+    public var buckets: [Double]
+    /// The flush interval in seconds, which the summaries' help text names as their window.
+    public var flushInterval: Double
+
+    /// Prometheus' client libraries' default buckets, in seconds: 5 ms to 10 s.
+    public static let defaultBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    /// The most buckets a histogram may have.
+    public static let maxBuckets = 64
+
+    /// Creates options.
+    ///
+    /// - Precondition: `buckets` is valid for `bucketList(_:)`: 1 to `maxBuckets` finite
+    ///   bounds, strictly ascending.
+    public init(timers: Timers = .histogram, buckets: [Double] = defaultBuckets, flushInterval: Double = 10) {
+        if let problem = Self.bucketsProblem(buckets) { fatalError("PrometheusOptions(buckets:): \(problem)") }
+        self.timers = timers
+        self.buckets = buckets
+        self.flushInterval = flushInterval
+    }
+
+    /// The bounds `Flush.summaries(bucketBounds:)` must be given for `PrometheusExposition`:
+    /// the buckets for histograms, none for summaries.
+    public var bucketBounds: [Double] { timers == .histogram ? buckets : [] }
+
+    /// A bucket list that is not one: what is wrong with it.
+    public struct InvalidBuckets: Error, CustomStringConvertible, Equatable {
+        /// What is wrong, naming the bound at fault.
+        public var description: String
+    }
+
+    /// Parses a comma-separated bucket list (`0.005,0.01,0.1,1`).
+    ///
+    /// - Throws: `InvalidBuckets` for an empty list, an entry that is not a finite number, bounds
+    ///   not strictly ascending, or more than `maxBuckets`.
+    public static func bucketList(_ text: String) throws(InvalidBuckets) -> [Double] {
+        var bounds = [Double]()
+        for entry in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let trimmed = entry.trimmingSpaces
+            guard let bound = Double(trimmed) else {
+                throw InvalidBuckets(description: "\"\(trimmed)\" is not a number")
+            }
+            bounds.append(bound)
+        }
+        if let problem = bucketsProblem(bounds) { throw InvalidBuckets(description: problem) }
+        return bounds
+    }
+
+    static func bucketsProblem(_ bounds: [Double]) -> String? {
+        guard !bounds.isEmpty else { return "at least one bound is needed" }
+        guard bounds.count <= maxBuckets else { return "at most \(maxBuckets) bounds, got \(bounds.count)" }
+        if let bad = bounds.first(where: { !$0.isFinite }) { return "bounds must be finite, got \(bad)" }
+        for (lower, upper) in zip(bounds, bounds.dropFirst()) where upper <= lower {
+            return "bounds must be strictly ascending, got \(upper) after \(lower)"
+        }
+        return nil
+    }
+}
+
+extension Substring {
+    fileprivate var trimmingSpaces: Substring {
+        var trimmed = self
+        while trimmed.first == " " { trimmed = trimmed.dropFirst() }
+        while trimmed.last == " " { trimmed = trimmed.dropLast() }
+        return trimmed
+    }
+}
+
+/// Renders flushes in Prometheus' text exposition format (version 0.0.4), served at
+/// `GET /metrics`, keeping the histograms' cumulative buckets from one flush to the next.
+///
+/// Every family has `# HELP` (the StatsD name and type it shows, and its window) and `# TYPE`,
+/// and passes `promtool check metrics`, whatever the names and tags sent:
+/// - **Counters** are `counter`s named `…_total`: the count since the series was created, of
+///   positive increments only (a Prometheus counter never decreases; negative values are left
+///   out and counted in `Ingest.Counts.negativeCounterValues`).
+/// - **Gauges** are `gauge`s; **sets** are `gauge`s of the last interval's distinct members.
+/// - **Timers, histograms, distributions** are `histogram`s (or `summary`s, see
+///   `PrometheusOptions.Timers`). Timers (`ms`) are shown in seconds, named `…_seconds` (a
+///   trailing `ms` or `milliseconds` word of the name is dropped); histograms and distributions
+///   as sent. A sampled line counts 1/rate times in `_count`, `_sum` and the buckets.
+/// - **Names** (see `familyName(_:_:)`) are lower case, with every byte outside `[a-z0-9_]`
+///   replaced by `_`, and a word Prometheus' linter reads as a unit or a type joined to the word
+///   before it. **Labels** (see `labelName(_:)`): tag names likewise, `le` and `quantile`
+///   prefixed with `_`.
+/// - **Collisions**: a family takes its name and the names of its samples (`_bucket`, `_sum`,
+///   `_count`). A series whose family name another type already holds, or whose name and labels
+///   repeat a series already shown, is left out and counted: `render(_:_:)` returns the number.
+///
+/// Confined to one thread at a time (loopd's flush queue): `render` mutates.
+///
+/// - Memory: in histogram form, one `Double` per bucket and the key's bytes per sampled
+///   series, kept until the series leaves the table.
+public final class PrometheusExposition {
+    /// How timers are shown.
+    public let options: PrometheusOptions
+    /// Histograms: each sampled series' cumulative bucket counts (without `+Inf`, which is its
+    /// `_count`), by canonical key.
+    private var cumulative: [[UInt8]: [Double]] = [:]
+
+    /// A renderer with no histogram counts yet.
+    public init(options: PrometheusOptions = PrometheusOptions()) {
+        self.options = options
+    }
+
+    /// The Prometheus type a StatsD kind is shown as.
+    public enum Family: String, Sendable {
+        case counter, gauge, histogram, summary
+    }
+
+    /// The family a kind is shown as.
+    public func family(_ kind: MetricKind) -> Family {
+        switch kind {
+        case .counter: .counter
+        case .gauge, .set: .gauge
+        case .timer, .histogram, .distribution: options.timers == .histogram ? .histogram : .summary
+        }
+    }
+
+    /// The flush as an exposition, and the number of series left out of it: those whose name a
+    /// family of another type holds, and those whose name and labels repeat a series shown.
+    ///
+    /// - Precondition: `summaries` come from `flush.summaries(bucketBounds: options.bucketBounds)`.
+    public func render(_ flush: Flush, _ summaries: [Summary]) -> (bytes: [UInt8], leftOut: Int) {
+        let bounds = options.bucketBounds
+        if !bounds.isEmpty { accumulate(flush, summaries, bounds.count) }
+
+        struct Entry {
+            var name: [UInt8]
+            var family: Family
+            var labels: [UInt8]
+            var summary: Summary?
+            var metric: InternalMetric?
+            var sourceName: ArraySlice<UInt8>
+            var kind: MetricKind
+        }
+        var entries = [Entry]()
+        entries.reserveCapacity(summaries.count + flush.internalMetrics.count)
+        for summary in summaries {
+            let family = self.family(summary.kind)
+            let source = flush.name(summary.series)
+            let name = PrometheusFormat.familyName(source, summary.kind, family)
+            entries.append(
+                Entry(
+                    name: name, family: family,
+                    labels: PrometheusFormat.labels(flush.tags(summary.series)).labels, summary: summary,
+                    metric: nil, sourceName: source, kind: summary.kind))
+        }
+        for metric in flush.internalMetrics {
+            let family = self.family(metric.kind)
+            let source = ArraySlice(metric.name.utf8)
+            entries.append(
+                Entry(
+                    name: PrometheusFormat.familyName(source, metric.kind, family), family: family, labels: [],
+                    summary: nil, metric: metric, sourceName: source, kind: metric.kind))
+        }
+        // One family per name: the first series of a name decides its type, and a family's
+        // sample names (`_bucket`, `_sum`, `_count`) are its names too. A series with the name
+        // and labels of one already kept (names and labels can meet once cleaned) would repeat
+        // it: it is left out.
+        var owners = [[UInt8]: [UInt8]]()  // A sample's name → the family's name.
+        var families = [[UInt8]: Family]()
+        var kept = Set<[UInt8]>()
+        let offered = entries.count
+        entries = entries.filter { entry in
+            if let owner = families[entry.name] {
+                guard owner == entry.family else { return false }
+            } else {
+                let taken = PrometheusFormat.sampleNames(entry.name, entry.family)
+                guard taken.allSatisfy({ owners[$0] == nil }) else { return false }
+                families[entry.name] = entry.family
+                for name in taken { owners[name] = entry.name }
+            }
+            return kept.insert(entry.name + [UInt8(ascii: "{")] + entry.labels).inserted
+        }
+        let leftOut = offered - entries.count
+        // Group each name's series together, in first-seen order of names.
+        var order = [[UInt8]: Int]()
+        for entry in entries where order[entry.name] == nil { order[entry.name] = order.count }
+        entries = entries.enumerated().sorted {
+            let (a, b) = (order[$0.element.name]!, order[$1.element.name]!)
+            return a != b ? a < b : $0.offset < $1.offset
+        }.map(\.element)
+
+        var out = [UInt8]()
+        out.reserveCapacity(entries.count * 64)
+        var currentName: [UInt8]? = nil
+        for entry in entries {
+            if currentName != entry.name {
+                currentName = entry.name
+                out.append(string: "# HELP ")
+                out.append(contentsOf: entry.name)
+                out.append(UInt8(ascii: " "))
+                help(entry.sourceName, entry.kind, entry.family, isOwn: entry.metric != nil, into: &out)
+                out.append(string: "\n# TYPE ")
+                out.append(contentsOf: entry.name)
+                out.append(UInt8(ascii: " "))
+                out.append(string: entry.family.rawValue)
+                out.append(UInt8(ascii: "\n"))
+            }
+            func sample(_ suffix: String, _ extra: [UInt8]?, _ value: Double) {
+                out.append(contentsOf: entry.name)
+                out.append(string: suffix)
+                if !entry.labels.isEmpty || extra != nil {
+                    out.append(UInt8(ascii: "{"))
+                    out.append(contentsOf: entry.labels)
+                    if let extra {
+                        if !entry.labels.isEmpty { out.append(UInt8(ascii: ",")) }
+                        out.append(contentsOf: extra)
+                    }
+                    out.append(UInt8(ascii: "}"))
+                }
+                out.append(UInt8(ascii: " "))
+                out.append(prometheusNumber: value)
+                out.append(UInt8(ascii: "\n"))
+            }
+            if let metric = entry.metric {
+                sample("", nil, metric.kind == .counter ? metric.total : metric.value)
+                continue
+            }
+            let summary = entry.summary!
+            // Timers are sent in milliseconds and shown in seconds (divided: 70 / 1000 is 0.07,
+            // where 70 * 0.001 is not).
+            let unit = summary.kind == .timer ? 1000.0 : 1
+            switch entry.family {
+            case .counter: sample("", nil, summary.total)
+            case .gauge: sample("", nil, summary.value)
+            case .histogram:
+                let counts = cumulative[Array(flush.table.key(summary.series))] ?? []
+                for (bound, count) in zip(bounds, counts) {
+                    var label = Array("le=\"".utf8)
+                    label.append(number: bound)
+                    label.append(UInt8(ascii: "\""))
+                    // Never above `+Inf` (the count), which the rounding of sums could cross.
+                    sample("_bucket", label, Swift.min(count, summary.total))
+                }
+                sample("_bucket", Array("le=\"+Inf\"".utf8), summary.total)
+                sample("_sum", nil, summary.totalSum / unit)
+                sample("_count", nil, summary.total)
+            case .summary:
+                // An interval without samples has no quantiles: they are left out (a summary
+                // may have none), never shown as NaN.
+                if let stats = summary.stats {
+                    for (quantile, value) in [
+                        ("0.5", stats.p50), ("0.9", stats.p90), ("0.95", stats.p95), ("0.99", stats.p99),
+                    ] {
+                        sample("", Array("quantile=\"\(quantile)\"".utf8), value / unit)
+                    }
+                }
+                sample("_sum", nil, summary.totalSum / unit)
+                sample("_count", nil, summary.total)
+            }
+        }
+        return (out, leftOut)
+    }
+
+    /// Adds the interval's bucket counts to each sampled series' and forgets the series the
+    /// table no longer holds.
+    private func accumulate(_ flush: Flush, _ summaries: [Summary], _ bucketCount: Int) {
+        var next = [[UInt8]: [Double]](minimumCapacity: cumulative.count)
+        for summary in summaries where summary.kind.isSampled {
+            let key = Array(flush.table.key(summary.series))
+            var counts = cumulative[key] ?? [Double](repeating: 0, count: bucketCount)
+            if summary.stats != nil {
+                precondition(
+                    summary.buckets.count == bucketCount,
+                    "PrometheusExposition.render: summaries must come from flush.summaries(bucketBounds: options.bucketBounds)"
+                )
+                for index in counts.indices { counts[index] += summary.buckets[index] }
+            }
+            next[key] = counts
+        }
+        cumulative = next
+    }
+
+    /// A family's help text: what it shows, the StatsD name and type it comes from, its unit and
+    /// its window.
+    private func help(
+        _ source: ArraySlice<UInt8>, _ kind: MetricKind, _ family: Family, isOwn: Bool, into out: inout [UInt8]
+    ) {
+        let kindName: String
+        switch kind {
+        case .counter: kindName = "counter"
+        case .gauge: kindName = "gauge"
+        case .set: kindName = "set"
+        case .timer: kindName = "timer"
+        case .histogram: kindName = "histogram"
+        case .distribution: kindName = "distribution"
+        }
+        out.append(string: isOwn ? "loopd's own \(kindName) " : "StatsD \(kindName) ")
+        PrometheusFormat.appendHelpText(source, into: &out)
+        switch kind {
+        case .counter where isOwn: out.append(string: ": the count since loopd started")
+        case .counter: out.append(string: ": the count since the series was created (positive increments)")
+        case .gauge: out.append(string: ": the last value")
+        case .set: out.append(string: ": the distinct members of the last flush interval")
+        case .timer, .histogram, .distribution:
+            out.append(string: kind == .timer ? ", in seconds: " : ": ")
+            if family == .histogram {
+                out.append(string: "the samples since the series was created")
+            } else {
+                out.append(string: "quantiles of the last flush interval's samples (every ")
+                out.append(number: options.flushInterval)
+                out.append(string: " s); _sum and _count since the series was created")
+            }
+        }
+    }
+}
+
+/// Prometheus' text exposition format: the names and labels rules, and a one-off rendering.
+public enum PrometheusFormat {
+    /// The flush as an exposition rendered with no earlier flush (histograms count this flush's
+    /// samples only); loopd keeps a `PrometheusExposition` from one flush to the next.
+    public static func format(
+        _ flush: Flush, _ summaries: [Summary], options: PrometheusOptions = PrometheusOptions()
+    ) -> [UInt8] {
+        exposition(flush, summaries, options: options).bytes
+    }
+
+    /// The flush as an exposition rendered with no earlier flush, and the number of series left
+    /// out (see `PrometheusExposition.render(_:_:)`).
+    public static func exposition(
+        _ flush: Flush, _ summaries: [Summary], options: PrometheusOptions = PrometheusOptions()
+    ) -> (bytes: [UInt8], leftOut: Int) {
+        let renderer = PrometheusExposition(options: options)
+        if !options.bucketBounds.isEmpty && summaries.contains(where: { $0.stats != nil && $0.buckets.isEmpty }) {
+            return renderer.render(flush, flush.summaries(bucketBounds: options.bucketBounds))
+        }
+        return renderer.render(flush, summaries)
+    }
+
+    // MARK: Names
+
+    /// The words Prometheus' linter reads as an abbreviated unit (after a `_`).
+    static let unitAbbreviations: Set<[UInt8]> = Set(
+        ["s", "ms", "us", "ns", "sec", "b", "kb", "mb", "gb", "tb", "pb", "m", "h", "d"].map { Array($0.utf8) })
+    /// The words it reads as a metric type (after a `_`).
+    static let typeWords: Set<[UInt8]> = Set(["counter", "gauge", "histogram", "summary"].map { Array($0.utf8) })
+    /// The units it knows, and their base unit: a word that is a unit, with or without one of
+    /// `unitPrefixes`, and not its base unit, is one it asks to replace (anywhere in the name).
+    static let units: [String: String] = [
+        "amperes": "amperes", "bytes": "bytes", "celsius": "celsius", "grams": "grams", "joules": "joules",
+        "kelvin": "kelvin", "meters": "meters", "metres": "metres", "seconds": "seconds", "volts": "volts",
+        "minutes": "seconds", "hours": "seconds", "days": "seconds", "weeks": "seconds", "kelvins": "kelvin",
+        "fahrenheit": "celsius", "rankine": "celsius", "inches": "meters", "yards": "meters", "miles": "meters",
+        "bits": "bytes", "calories": "joules", "pounds": "grams", "ounces": "grams",
+    ]
+    static let unitPrefixes = [
+        "pico", "nano", "micro", "milli", "centi", "deci", "deca", "hecto", "kilo", "kibi", "mega", "mibi", "giga",
+        "gibi", "tera", "tebi", "peta", "pebi",
+    ]
+
+    /// Whether a word is a unit other than a base unit (`minutes`, `kilobytes`, `bits`).
+    static func isNonBaseUnit(_ word: [UInt8]) -> Bool {
+        let text = String(decoding: word, as: UTF8.self)
+        if let base = units[text] { return base != text }
+        for prefix in unitPrefixes where text.hasPrefix(prefix) {
+            if units[String(text.dropFirst(prefix.count))] != nil { return true }
+        }
+        return false
+    }
+
+    /// Whether a word after a `_` makes Prometheus' linter complain.
+    static func isLintedWord(_ word: [UInt8]) -> Bool {
+        unitAbbreviations.contains(word) || typeWords.contains(word) || isNonBaseUnit(word)
+    }
+
+    /// The family name a StatsD name of `kind` shown as `family` gets:
+    /// 1. ASCII letters become lower case, and a `_` goes between a lower-case letter and an
+    ///    upper-case one (`requestTime` → `request_time`); every byte outside `[a-z0-9_]` becomes
+    ///    `_` (`api.v1-b/c` → `api_v1_b_c`; a UTF-8 character gives one `_` per byte).
+    /// 2. A timer's trailing `ms` or `milliseconds` word is dropped (`lat.ms` → `lat`).
+    /// 3. A word Prometheus' linter reads as an abbreviated unit (`s`, `ms`, `kb`, `h`, …), a type
+    ///    (`counter`, `gauge`, `histogram`, `summary`) or a non-base unit (`minutes`, `bits`,
+    ///    `kilobytes`, …) is joined to the word before it (`disk.used.kb` → `disk_usedkb`; a
+    ///    first word that is a non-base unit, to the word after it; a first word loses the
+    ///    underscores before it, `_ms` → `ms`). So is a last word the
+    ///    family's type reserves for others: `total` on a gauge, histogram or summary, `count`
+    ///    and `sum` on a gauge, `bucket` on a gauge or summary.
+    /// 4. The unit and type suffix: `_seconds` on a timer, `_total` on a counter, unless the last
+    ///    word already is that one.
+    /// 5. A name that starts with a digit gets a `_` before it; an empty one is `_`.
+    ///
+    /// Only a name whose only word is a non-base unit (`minutes`) keeps a lint warning.
+    public static func familyName(
+        _ source: ArraySlice<UInt8>, _ kind: MetricKind, _ family: PrometheusExposition.Family
+    )
+        -> [UInt8]
+    {
+        // 1. Characters, as a list of words with the underscores before each.
+        var cleaned = [UInt8]()
+        cleaned.reserveCapacity(source.count + 8)
+        appendSnakeCase(source, into: &cleaned)
+        struct Word {
+            var separator: Int  // Underscores before it.
+            var text: [UInt8]
+        }
+        var words = [Word]()
+        var index = 0
+        while index < cleaned.count {
+            var separator = 0
+            while index < cleaned.count && cleaned[index] == UInt8(ascii: "_") {
+                separator += 1
+                index += 1
+            }
+            var text = [UInt8]()
+            while index < cleaned.count && cleaned[index] != UInt8(ascii: "_") {
+                text.append(cleaned[index])
+                index += 1
+            }
+            words.append(Word(separator: separator, text: text))
+        }
+        // 2. A timer's unit word: its values are shown in seconds.
+        if kind == .timer, words.count > 1, let last = words.last?.text,
+            last.elementsEqual("ms".utf8) || last.elementsEqual("milliseconds".utf8)
+        {
+            words.removeLast()
+        }
+        // 3. Joins: each word is checked as it is added, and so is what a join makes.
+        var joined = [Word]()
+        for var word in words {
+            // A first word the linter reads (`_ms`) loses the underscores before it.
+            if joined.isEmpty && isLintedWord(word.text) { word.separator = 0 }
+            joined.append(word)
+            while joined.count > 1 {
+                let last = joined[joined.count - 1]
+                let first = joined.count == 2 && isNonBaseUnit(joined[0].text)
+                guard (last.separator > 0 && isLintedWord(last.text)) || first else { break }
+                joined.removeLast()
+                joined[joined.count - 1].text += last.text
+            }
+        }
+        let reserved: [String]
+        switch family {
+        case .counter: reserved = []
+        case .gauge: reserved = ["total", "count", "sum", "bucket"]
+        case .histogram: reserved = ["total"]
+        case .summary: reserved = ["total", "bucket"]
+        }
+        if joined.count > 1, let last = joined.last, reserved.contains(where: { last.text.elementsEqual($0.utf8) }) {
+            joined.removeLast()
+            joined[joined.count - 1].text += last.text
+        }
+        var name = [UInt8]()
+        name.reserveCapacity(cleaned.count + 8)
+        for word in joined {
+            name.append(contentsOf: repeatElement(UInt8(ascii: "_"), count: word.separator))
+            name.append(contentsOf: word.text)
+        }
+        // 4. Suffixes.
+        let lastWord = joined.last?.text ?? []
+        if kind == .timer && !lastWord.elementsEqual("seconds".utf8) {
+            name.append(string: "_seconds")
+        } else if family == .counter && !lastWord.elementsEqual("total".utf8) {
+            name.append(string: "_total")
+        }
+        // 5. The first byte.
+        if let first = name.first, first &- 48 < 10 { name.insert(UInt8(ascii: "_"), at: 0) }
+        return name.isEmpty ? [UInt8(ascii: "_")] : name
+    }
+
+    /// Appends `bytes` in lower case, with a `_` where a lower-case letter meets an upper-case
+    /// one, and `_` for every byte outside `[a-zA-Z0-9_]`.
+    static func appendSnakeCase(_ bytes: ArraySlice<UInt8>, into out: inout [UInt8]) {
+        var previous: UInt8 = 0
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"):
+                out.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                if (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(previous) { out.append(UInt8(ascii: "_")) }
+                out.append(byte + 32)
+            default: out.append(UInt8(ascii: "_"))
+            }
+            previous = byte
+        }
+    }
+
+    /// The sample names a family uses, its own name among them.
+    static func sampleNames(_ name: [UInt8], _ family: PrometheusExposition.Family) -> [[UInt8]] {
+        switch family {
+        case .counter, .gauge: [name]
+        case .summary: [name, name + "_sum".utf8, name + "_count".utf8]
+        case .histogram: [name, name + "_bucket".utf8, name + "_sum".utf8, name + "_count".utf8]
+        }
+    }
+
+    /// Help text: `\` and line feeds escaped. (Names are UTF-8: the parser refuses lines that
+    /// are not, as Prometheus refuses a scrape with a label value that is not.)
+    static func appendHelpText(_ bytes: ArraySlice<UInt8>, into out: inout [UInt8]) {
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "\\"): out.append(string: "\\\\")
+            case UInt8(ascii: "\n"): out.append(string: "\\n")
+            default: out.append(byte)
+            }
+        }
+    }
+
+    // MARK: Labels
+
+    /// The labels of a series with `tags`, and how many of its tags they rename or leave out
+    /// (see `labelName(_:)`; of tags whose names meet once renamed, the first in sorted order is
+    /// kept). Values are escaped: `\\`, `\"` and `\n`.
+    static func labels(_ tags: [ArraySlice<UInt8>]) -> (labels: [UInt8], changed: Int) {
+        var out = [UInt8]()
+        var seen = Set<[UInt8]>()
+        var changed = 0
+        for tag in tags {
+            let colon = tag.firstIndex(of: UInt8(ascii: ":"))
+            let sent = tag[..<(colon ?? tag.endIndex)]
+            let name = labelName(sent)
+            guard seen.insert(name).inserted else {  // A label appears once.
+                changed += 1
+                continue
+            }
+            if !name.elementsEqual(sent) { changed += 1 }
+            if !out.isEmpty { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: name)
+            out.append(string: "=\"")
+            let value = colon.map { tag[($0 + 1)...] } ?? ArraySlice("true".utf8)
+            for byte in value {
+                switch byte {
+                case UInt8(ascii: "\\"): out.append(string: "\\\\")
+                case UInt8(ascii: "\""): out.append(string: "\\\"")
+                case UInt8(ascii: "\n"): out.append(string: "\\n")
+                default: out.append(byte)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
+        }
+        return (out, changed)
+    }
+
+    /// How many tags of the series whose canonical key is `key` Prometheus' labels rename or
+    /// leave out.
+    static func changedLabels(key: ArraySlice<UInt8>) -> Int {
+        let tags = Flush.tags(ofKey: key)
+        return tags.isEmpty ? 0 : labels(tags).changed
+    }
+
+    /// A tag's name as a label name, which Prometheus wants to match `[a-zA-Z_][a-zA-Z0-9_]*`,
+    /// not to start with `__` (its own labels, such as `__name__`, do), and its linter wants in
+    /// snake case:
+    /// - ASCII letters become lower case, with a `_` between a lower-case letter and an
+    ///   upper-case one (`podName` → `pod_name`); every other byte outside `[a-z0-9_]` becomes `_`
+    ///   (a UTF-8 character, one `_` per byte);
+    /// - a leading digit gets a `_` before it, and an empty name is `_`;
+    /// - leading underscores become one: `__name__` is `_name__`;
+    /// - `le` and `quantile`, the labels of histogram buckets and summary quantiles, are `_le`
+    ///   and `_quantile`.
+    public static func labelName(_ sent: ArraySlice<UInt8>) -> [UInt8] {
+        var name = [UInt8]()
+        name.reserveCapacity(sent.count + 2)
+        if let first = sent.first, first &- 48 < 10 { name.append(UInt8(ascii: "_")) }
+        appendSnakeCase(sent, into: &name)
+        let underscores = name.prefix { $0 == UInt8(ascii: "_") }.count
+        if underscores > 1 { name.removeFirst(underscores - 1) }
+        if name.isEmpty { name = [UInt8(ascii: "_")] }
+        if name.elementsEqual("le".utf8) || name.elementsEqual("quantile".utf8) {
+            name.insert(UInt8(ascii: "_"), at: 0)
+        }
+        return name
+    }
+}

@@ -1,0 +1,417 @@
+import Foundation
+import LoopdCore
+import Testing
+
+@Suite("Prometheus exposition")
+struct PrometheusFormatTests {
+    /// Ends `ingest`'s interval as a flush.
+    func flush(_ ingest: Ingest, _ metrics: [InternalMetric] = []) -> Flush {
+        Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_000, intervalSeconds: 10,
+            internalMetrics: metrics)
+    }
+
+    /// Renders `flush` with `renderer`, checking that the text parses strictly and passes the
+    /// linter's rules.
+    func render(_ renderer: PrometheusExposition, _ flush: Flush) throws -> (lines: [String], leftOut: Int) {
+        let exposition = renderer.render(flush, flush.summaries(bucketBounds: renderer.options.bucketBounds))
+        let text = String(decoding: exposition.bytes, as: UTF8.self)
+        _ = try PrometheusText.parse(text)
+        #expect(PrometheusText.lint(text) == [], "\(text)")
+        return (text.split(separator: "\n").map(String.init), exposition.leftOut)
+    }
+
+    @Test func countersAreCumulativeTotalsAndEveryFamilyHasHelp() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let renderer = PrometheusExposition()
+        feed(ingest, "hits:3|c|#env:prod,canary\nload:0.25|g\nu:a:b|s")
+        _ = try render(renderer, flush(ingest))
+        feed(ingest, "hits:2|c|#env:prod,canary")
+        let metric = InternalMetric(name: "loopd.lines_received", kind: .counter, value: 3, total: 9)
+        let (lines, leftOut) = try render(renderer, flush(ingest, [metric]))
+        #expect(lines.contains("# TYPE hits_total counter"))
+        #expect(
+            lines.contains(
+                "# HELP hits_total StatsD counter hits: the count since the series was created (positive increments)"))
+        #expect(lines.contains("hits_total{canary=\"true\",env=\"prod\"} 5"), "cumulative over both intervals")
+        #expect(lines.contains("# TYPE load gauge") && lines.contains("load 0.25"))
+        #expect(lines.contains("# TYPE u gauge") && lines.contains("u 0"), "no member in the last interval")
+        #expect(lines.contains("loopd_lines_received_total 9"))
+        #expect(
+            lines.contains(
+                "# HELP loopd_lines_received_total loopd's own counter loopd.lines_received: the count since loopd started"
+            ))
+        #expect(leftOut == 0)
+    }
+
+    @Test func timersAreHistogramsInSecondsWithBucketsSinceCreation() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let renderer = PrometheusExposition(options: PrometheusOptions(buckets: [0.005, 0.01, 0.1]))
+        // 5 ms, 10 ms, 50 ms and 2 s, sent at rate 0.5: each stands for two.
+        feed(ingest, "api.ms:5|ms|@0.5\napi.ms:10|ms|@0.5\napi.ms:50:2000|ms|@0.5\nsize:3|h")
+        var (lines, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("# TYPE api_seconds histogram"), "the name's ms is dropped: the unit is seconds")
+        #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 2"))
+        #expect(lines.contains("api_seconds_bucket{le=\"0.01\"} 4"))
+        #expect(lines.contains("api_seconds_bucket{le=\"0.1\"} 6"))
+        #expect(lines.contains("api_seconds_bucket{le=\"+Inf\"} 8"))
+        #expect(lines.contains("api_seconds_count 8"))
+        #expect(lines.contains("api_seconds_sum 4.13"), "2 x (5 + 10 + 50 + 2000) ms")
+        #expect(lines.contains("size_bucket{le=\"0.1\"} 0") && lines.contains("size_bucket{le=\"+Inf\"} 1"))
+        #expect(lines.contains("size_sum 3"), "histograms (h) are shown as sent")
+
+        // The next interval adds to the buckets; a quiet one keeps them.
+        feed(ingest, "api.ms:1|ms")
+        (lines, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 3") && lines.contains("api_seconds_count 9"))
+        (lines, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 3") && lines.contains("api_seconds_count 9"))
+        // A series that expires starts again from zero, as its count does.
+        _ = ingest.endInterval(expireAfter: 1)
+        feed(ingest, "api.ms:1|ms")
+        (lines, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 1") && lines.contains("api_seconds_count 1"))
+    }
+
+    @Test func mixedRatesInOneIntervalShareTheScaledCountInProportion() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let renderer = PrometheusExposition(options: PrometheusOptions(buckets: [0.005, 0.01]))
+        // Two samples stand for 1 + 3 = 4: each bucket takes 4 x its share of the samples.
+        feed(ingest, "api:5|ms\napi:10|ms|@0.333333333333333333")
+        let (lines, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 2"))
+        #expect(lines.contains("api_seconds_bucket{le=\"0.01\"} 4") && lines.contains("api_seconds_count 4"))
+    }
+
+    @Test func summariesShowTheLastIntervalsQuantilesInSecondsAndSayWhichWindow() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let renderer = PrometheusExposition(options: PrometheusOptions(timers: .summary, flushInterval: 15))
+        feed(ingest, "t:1:2:3:4|ms|#b:x")
+        var (lines, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("# TYPE t_seconds summary"))
+        #expect(lines.contains("t_seconds{b=\"x\",quantile=\"0.99\"} 0.004"))
+        #expect(lines.contains("t_seconds_sum{b=\"x\"} 0.01") && lines.contains("t_seconds_count{b=\"x\"} 4"))
+        #expect(
+            lines.contains {
+                $0.hasPrefix("# HELP t_seconds ") && $0.contains("last flush interval's samples (every 15 s)")
+            })
+        (lines, _) = try render(renderer, flush(ingest))
+        #expect(!lines.contains { $0.contains("quantile=") }, "no quantile (never NaN) after a quiet interval")
+        #expect(lines.contains("t_seconds_count{b=\"x\"} 4"))
+    }
+
+    @Test func namesAreCleanedForPrometheusAndItsLinter() {
+        let cases: [(String, MetricKind, String)] = [
+            ("a.b.c", .gauge, "ab_c"),  // b reads as bytes
+            ("api.v1-req/x", .gauge, "api_v1_req_x"),
+            ("requestTime", .gauge, "request_time"),
+            ("HTTPServer", .gauge, "httpserver"),
+            ("hits", .counter, "hits_total"),
+            ("req.total", .counter, "req_total"),
+            ("req.total", .gauge, "reqtotal"),
+            ("x.count", .gauge, "xcount"),
+            ("x.count", .counter, "x_count_total"),
+            ("lat.ms", .timer, "lat_seconds"),
+            ("lat.milliseconds", .timer, "lat_seconds"),
+            ("lat.seconds", .timer, "lat_seconds"),
+            ("ms", .timer, "ms_seconds"),
+            ("lat", .histogram, "lat"),
+            ("disk.used.kb", .gauge, "disk_usedkb"),
+            ("x_k_b", .gauge, "xkb"),
+            ("my_counter", .counter, "mycounter_total"),
+            ("bits_sent", .counter, "bitssent_total"),
+            ("uptime.minutes", .gauge, "uptimeminutes"),
+            ("_ms", .gauge, "ms"),
+            ("9lives", .counter, "_9lives_total"),
+            ("a:c", .gauge, "a_c"),
+            ("", .gauge, "_"),
+            ("ünï", .gauge, "__n__"),
+        ]
+        for (source, kind, expected) in cases {
+            let family = PrometheusExposition().family(kind)
+            let name = String(
+                decoding: PrometheusFormat.familyName(ArraySlice(source.utf8), kind, family), as: UTF8.self)
+            #expect(name == expected, "\(source) as \(kind)")
+        }
+    }
+
+    @Test func labelsAreRenamedForPrometheusAndItsLinter() {
+        let cases: [(String, String)] = [
+            ("__name__", "_name__"), ("podName", "pod_name"), ("le", "_le"), ("quantile", "_quantile"),
+            ("1abc", "_1abc"), ("a-b", "a_b"), ("", "_"), ("ok", "ok"),
+        ]
+        for (sent, expected) in cases {
+            #expect(String(decoding: PrometheusFormat.labelName(ArraySlice(sent.utf8)), as: UTF8.self) == expected)
+        }
+    }
+
+    @Test func bucketListsAreCheckedWithTheReason() throws {
+        #expect(try PrometheusOptions.bucketList("0.005, 0.01,1,  2.5") == [0.005, 0.01, 1, 2.5])
+        #expect(try PrometheusOptions.bucketList("-1,0") == [-1, 0])
+        let bad: [(String, String)] = [
+            ("", "\"\" is not a number"), ("0.1,abc", "\"abc\" is not a number"), ("1,,2", "\"\" is not a number"),
+            ("1,0.5", "bounds must be strictly ascending, got 0.5 after 1.0"),
+            ("1,1", "bounds must be strictly ascending, got 1.0 after 1.0"),
+            ("1,inf", "bounds must be finite, got inf"), ("nan", "bounds must be finite, got nan"),
+            ((1...65).map(String.init).joined(separator: ","), "at most 64 bounds, got 65"),
+        ]
+        for (text, reason) in bad {
+            #expect(performing: { try PrometheusOptions.bucketList(text) }, throws: { "\($0)" == reason })
+        }
+    }
+
+    @Test func eachSeriesIsShownOnceAndTheOnesLeftOutAreCounted() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        // Three names that clean alike, one name as two unitless sampled kinds, two tags that
+        // make the same label, and a counter whose name a histogram's `_count` holds.
+        feed(ingest, "a.x.c:1|c\na_x_c:2|c\na-x-c:3|c\nlat:1|ms\nlat:2|h\nlat:3|d\nx:1|c|#my-key:v\nx:1|c|#my.key:v")
+        feed(ingest, "lat_count:1|g\nlat:1|g")
+        let (lines, leftOut) = try render(PrometheusExposition(), flush(ingest))
+        #expect(lines.filter { $0 == "# TYPE lat histogram" }.count == 1)
+        #expect(lines.contains("# TYPE lat_seconds histogram"), "the timer is told apart by its unit")
+        #expect(lines.contains("# TYPE latcount gauge"), "count is the histogram's word: joined on a gauge")
+        #expect(leftOut == 5, "a_x_c twice, lat (d), x once, lat (g)")
+    }
+
+    @Test func hostileTagsAndNamesStillMakeAValidExposition() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(
+            ingest,
+            """
+            h:1|c|#__name__:x,__foo:y,1abc:z,a-b:"q\\,:empty,ünï:cödé,ok:1,_name__:dup,le:2,podName:p
+            t:1|ms|#quantile:q,__name__:y
+            t_seconds_sum:1|g
+            a.b:1|c
+            a_b:1|c
+            d:1|c|#a:1,a:2
+            d:1|c|#a:1
+            help\\me:1|g
+            """)
+        // Renamed: __name__, __foo, 1abc, a-b, the empty name, ünï, le, podName, and on the timer
+        // quantile and __name__; left out: _name__ (after __name__ took its name) and d's second a.
+        #expect(ingest.counts.renamedLabels == 12)
+        let (lines, leftOut) = try render(PrometheusExposition(), flush(ingest))
+        let samples = try PrometheusText.parse(lines.joined(separator: "\n"))
+        #expect(
+            samples.contains(
+                PrometheusText.Sample(
+                    name: "h_total",
+                    labels: [
+                        "_1abc": "z", "_": "empty", "_foo": "y", "_name__": "x", "a_b": "\"q\\", "ok": "1",
+                        "_n__": "cödé", "_le": "2", "pod_name": "p",
+                    ], value: "1")))
+        #expect(samples.contains { $0.name == "t_seconds_bucket" && $0.labels["_quantile"] == "q" })
+        #expect(samples.filter { $0.name == "ab_total" }.count == 1, "a.b and a_b meet: the first is kept")
+        #expect(samples.filter { $0.name == "d_total" }.count == 1)
+        #expect(samples.contains { $0.name == "t_secondssum" }, "a gauge does not end in _sum")
+        #expect(lines.contains("# HELP help_me StatsD gauge help\\\\me: the last value"))
+        #expect(leftOut == 2)
+    }
+
+    @Test func theLinterMirrorFindsWhatPromtoolFinds() {
+        // The mirror must fail where promtool does, or the checks above prove nothing.
+        let problems = PrometheusText.lint(
+            """
+            # TYPE fooBar counter
+            fooBar 1
+            # HELP x_count x
+            # TYPE x_count gauge
+            x_count{le="1",quantile="2"} 2
+            # HELP lat_ms_total x
+            # TYPE lat_ms_total counter
+            lat_ms_total 1
+            # HELP up_minutes x
+            # TYPE up_minutes gauge
+            up_minutes 1
+            """)
+        #expect(
+            problems == [
+                "fooBar: no help", "fooBar: counter without _total", "fooBar: camelCase",
+                "x_count: _count on a non-histogram, non-summary", "x_count: le label on a non-histogram",
+                "x_count: quantile label on a non-summary", "lat_ms_total: abbreviated unit ms",
+                "up_minutes: non-base unit minutes",
+            ])
+    }
+}
+/// A strict reader of Prometheus' text exposition format 0.0.4, for tests: it throws where a
+/// Prometheus scrape would fail (a bad or reserved name, a bad escape, a label twice, a series
+/// twice, a name with two TYPE lines or samples away from its TYPE line).
+enum PrometheusText {
+    struct Sample: Equatable {
+        var name: String
+        var labels: [String: String]
+        var value: String
+    }
+
+    struct Invalid: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The family of a sample: its name, or for a histogram's `_bucket`, `_sum` and `_count`
+    /// and a summary's `_sum` and `_count`, the family's.
+    static func family(of name: String, _ typed: [String: String]) -> String {
+        for suffix in ["_bucket", "_sum", "_count"] where name.hasSuffix(suffix) {
+            let base = String(name.dropLast(suffix.count))
+            if typed[base] == "histogram" || (typed[base] == "summary" && suffix != "_bucket") { return base }
+        }
+        return name
+    }
+
+    /// The problems Prometheus' linter (`promtool check metrics`) reports, by its rules, as
+    /// "family: problem"; the text must parse.
+    static func lint(_ text: String) -> [String] {
+        guard let samples = try? parse(text) else { return ["does not parse"] }
+        var order: [String] = []
+        var typed: [String: String] = [:]
+        var helped: Set<String> = []
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 3)
+            if line.hasPrefix("# HELP "), parts.count >= 3 { helped.insert(String(parts[2])) }
+            if line.hasPrefix("# TYPE "), parts.count == 4 {
+                order.append(String(parts[2]))
+                typed[String(parts[2])] = String(parts[3])
+            }
+        }
+        var labels: [String: Set<String>] = [:]
+        for sample in samples {
+            let family = family(of: sample.name, typed)
+            for label in sample.labels.keys {
+                // The structural labels are not the series' own.
+                if label == "le" && typed[family] == "histogram" && sample.name.hasSuffix("_bucket") { continue }
+                if label == "quantile" && typed[family] == "summary" && sample.name == family { continue }
+                labels[family, default: []].insert(label)
+            }
+        }
+        let abbreviations = ["s", "ms", "us", "ns", "sec", "b", "kb", "mb", "gb", "tb", "pb", "m", "h", "d"]
+        let units = [
+            "amperes": "amperes", "bytes": "bytes", "celsius": "celsius", "grams": "grams", "joules": "joules",
+            "kelvin": "kelvin", "meters": "meters", "metres": "metres", "seconds": "seconds", "volts": "volts",
+            "minutes": "seconds", "hours": "seconds", "days": "seconds", "weeks": "seconds", "kelvins": "kelvin",
+            "fahrenheit": "celsius", "rankine": "celsius", "inches": "meters", "yards": "meters", "miles": "meters",
+            "bits": "bytes", "calories": "joules", "pounds": "grams", "ounces": "grams",
+        ]
+        let prefixes = [
+            "", "pico", "nano", "micro", "milli", "centi", "deci", "deca", "hecto", "kilo", "kibi", "mega", "mibi",
+            "giga", "gibi", "tera", "tebi", "peta", "pebi",
+        ]
+        func isCamel(_ text: String) -> Bool {
+            zip(text, text.dropFirst()).contains { $0.isLowercase && $0.isASCII && $1.isUppercase && $1.isASCII }
+        }
+        var problems: [String] = []
+        for name in order {
+            let type = typed[name]!
+            func problem(_ text: String) { problems.append("\(name): \(text)") }
+            if !helped.contains(name) { problem("no help") }
+            if type == "counter" && !name.hasSuffix("_total") { problem("counter without _total") }
+            if type != "counter" && type != "untyped" && name.hasSuffix("_total") { problem("_total on a non-counter") }
+            if type != "histogram" && name.hasSuffix("_bucket") { problem("_bucket on a non-histogram") }
+            for suffix in ["_count", "_sum"] where type != "histogram" && type != "summary" && name.hasSuffix(suffix) {
+                problem("\(suffix) on a non-histogram, non-summary")
+            }
+            let names = labels[name] ?? []
+            if type != "histogram" && names.contains("le") { problem("le label on a non-histogram") }
+            if type != "summary" && names.contains("quantile") { problem("quantile label on a non-summary") }
+            let lower = name.lowercased()
+            for word in ["counter", "gauge", "histogram", "summary"]
+            where lower.contains("_\(word)_") || lower.hasSuffix("_\(word)") {
+                problem("type \(word) in the name")
+            }
+            if name.contains(":") { problem("colon") }
+            if isCamel(name) || names.contains(where: isCamel) { problem("camelCase") }
+            for word in abbreviations where lower.contains("_\(word)_") || lower.hasSuffix("_\(word)") {
+                problem("abbreviated unit \(word)")
+            }
+            for word in name.split(separator: "_", omittingEmptySubsequences: false) {
+                for prefix in prefixes where word.hasPrefix(prefix) {
+                    let unit = String(word.dropFirst(prefix.count))
+                    if let base = units[unit], base != String(word) { problem("non-base unit \(word)") }
+                }
+            }
+        }
+        return problems
+    }
+
+    static func parse(_ text: String) throws -> [Sample] {
+        var samples: [Sample] = []
+        var typed: [String: String] = [:]  // family name → type
+        var finished: Set<String> = []  // families whose block has ended
+        var current: String?
+        var series: Set<String> = []
+        func isName(_ name: Substring, colons: Bool) -> Bool {
+            guard let first = name.unicodeScalars.first, first.isASCII,
+                first.properties.isAlphabetic || first == "_" || (colons && first == ":")
+            else { return false }
+            return name.unicodeScalars.allSatisfy {
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || (colons && $0 == ":"))
+            }
+        }
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty { continue }
+            if line.hasPrefix("# TYPE ") {
+                let parts = line.split(separator: " ")
+                guard parts.count == 4, isName(parts[2], colons: true), typed[String(parts[2])] == nil else {
+                    throw Invalid(description: "bad or second TYPE line: \(line)")
+                }
+                if let current { finished.insert(current) }
+                current = String(parts[2])
+                typed[String(parts[2])] = String(parts[3])
+                continue
+            }
+            if line.hasPrefix("#") { continue }
+            var rest = line[...]
+            let name = rest.prefix { $0 != "{" && $0 != " " }
+            rest = rest.dropFirst(name.count)
+            guard isName(name, colons: true) else { throw Invalid(description: "bad metric name: \(line)") }
+            var labels: [String: String] = [:]
+            if rest.first == "{" {
+                rest = rest.dropFirst()
+                while rest.first != "}" {
+                    let label = rest.prefix { $0 != "=" }
+                    guard isName(label, colons: false), !label.hasPrefix("__"), labels[String(label)] == nil else {
+                        throw Invalid(description: "bad, reserved or repeated label name \(label): \(line)")
+                    }
+                    rest = rest.dropFirst(label.count)
+                    guard rest.hasPrefix("=\"") else { throw Invalid(description: "no =\" after \(label): \(line)") }
+                    rest = rest.dropFirst(2)
+                    var value = ""
+                    while let character = rest.first, character != "\"" {
+                        rest = rest.dropFirst()
+                        guard character == "\\" else {
+                            guard character != "\n" else { throw Invalid(description: "raw newline: \(line)") }
+                            value.append(character)
+                            continue
+                        }
+                        switch rest.first {
+                        case "\\": value.append("\\")
+                        case "\"": value.append("\"")
+                        case "n": value.append("\n")
+                        default: throw Invalid(description: "bad escape: \(line)")
+                        }
+                        rest = rest.dropFirst()
+                    }
+                    guard rest.first == "\"" else { throw Invalid(description: "unterminated value: \(line)") }
+                    rest = rest.dropFirst()
+                    labels[String(label)] = value
+                    if rest.first == "," {
+                        rest = rest.dropFirst()
+                    } else if rest.first != "}" {
+                        throw Invalid(description: "expected , or }: \(line)")
+                    }
+                }
+                rest = rest.dropFirst()
+            }
+            guard rest.first == " ", let value = Double(rest.dropFirst()) ?? (rest.dropFirst() == "NaN" ? .nan : nil)
+            else { throw Invalid(description: "bad value: \(line)") }
+            _ = value
+            let family = family(of: String(name), typed)
+            guard family == current, !finished.contains(family) else {
+                throw Invalid(description: "a sample away from its family's TYPE line: \(line)")
+            }
+            let key = String(name) + labels.sorted { $0.key < $1.key }.description
+            guard series.insert(key).inserted else { throw Invalid(description: "a series twice: \(line)") }
+            samples.append(Sample(name: String(name), labels: labels, value: String(rest.dropFirst())))
+        }
+        return samples
+    }
+}
