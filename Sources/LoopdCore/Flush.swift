@@ -79,13 +79,22 @@ public struct Flush: Sendable {
     public let intervalSeconds: Double
     /// loopd's own metrics.
     public let internalMetrics: [InternalMetric]
+    /// The interval's DogStatsD events, in arrival order.
+    public let events: [DogStatsDEvent]
+    /// The interval's DogStatsD service checks, in arrival order.
+    public let serviceChecks: [DogStatsDServiceCheck]
 
     /// Creates a flush.
-    public init(table: SeriesTable, timestamp: Double, intervalSeconds: Double, internalMetrics: [InternalMetric]) {
+    public init(
+        table: SeriesTable, timestamp: Double, intervalSeconds: Double, internalMetrics: [InternalMetric],
+        events: [DogStatsDEvent] = [], serviceChecks: [DogStatsDServiceCheck] = []
+    ) {
         self.table = table
         self.timestamp = timestamp
         self.intervalSeconds = intervalSeconds
         self.internalMetrics = internalMetrics
+        self.events = events
+        self.serviceChecks = serviceChecks
     }
 
     /// Every series of the table, in table order, with its sampled kinds' statistics and, for

@@ -38,10 +38,29 @@ public final class Ingest {
         /// but not in Prometheus' counter, which never decreases. Brought up to date at the end
         /// of each interval (`endInterval(expireAfter:)`), not per line.
         public var negativeCounterValues: UInt64 = 0
+        /// DogStatsD events received (`_e{…}`), valid ones; kept or not.
+        public var events: UInt64 = 0
+        /// DogStatsD service checks received (`_sc|…`), valid ones; kept or not.
+        public var serviceChecks: UInt64 = 0
+        /// Events and service checks not kept because the interval already held
+        /// `Ingest.maxEventsPerInterval` of them.
+        public var droppedEvents: UInt64 = 0
+        /// Metric lines with a DogStatsD timestamp (`|T…`), aggregated into the interval in
+        /// which they arrived.
+        public var timestampedLines: UInt64 = 0
 
         /// Zero counts.
         public init() {}
     }
+
+    /// The most events, and the most service checks, kept per interval (each at most a line's
+    /// length): more are counted in `Counts.droppedEvents` and not kept.
+    public static let maxEventsPerInterval = 1000
+
+    /// The current interval's events, in arrival order.
+    public private(set) var events: [DogStatsDEvent] = []
+    /// The current interval's service checks, in arrival order.
+    public private(set) var serviceChecks: [DogStatsDServiceCheck] = []
 
     /// Creates an ingest stage for lines of at most `maxLineLength` bytes and at most
     /// `maxSeries` series.
@@ -75,11 +94,15 @@ public final class Ingest {
         if let last = line.last, last == UInt8(ascii: "\r") { line = UnsafeRawBufferPointer(rebasing: line.dropLast()) }
         guard !line.isEmpty else { return }
         counts.lines &+= 1
+        // DogStatsD's events and service checks first, as its agent reads them: `_e{1,1}:5|c` is
+        // an event titled 5, not a counter.
+        if line[0] == UInt8(ascii: "_") && ingestDogStatsD(line) { return }
         if let error = parser.parse(line) {
             counts.badLines &+= 1
             onBadLine?(error, line)
             return
         }
+        if parser.hasTimestamp { counts.timestampedLines &+= 1 }
         switch table.record(parser) {
         case .recorded: break
         case .created:
@@ -97,10 +120,48 @@ public final class Ingest {
         }
     }
 
+    /// Records an event or a service check, if the line is one (it starts with `_e{` or `_sc|`);
+    /// returns false for other lines.
+    private func ingestDogStatsD(_ line: UnsafeRawBufferPointer) -> Bool {
+        if DogStatsDEvent.isEvent(line) {
+            guard let event = DogStatsDEvent.parse(line) else {
+                reject(.badEvent, line, counted: true)
+                return true
+            }
+            counts.events &+= 1
+            if events.count < Self.maxEventsPerInterval { events.append(event) } else { counts.droppedEvents &+= 1 }
+            return true
+        }
+        if DogStatsDServiceCheck.isServiceCheck(line) {
+            guard let check = DogStatsDServiceCheck.parse(line) else {
+                reject(.badServiceCheck, line, counted: true)
+                return true
+            }
+            counts.serviceChecks &+= 1
+            if serviceChecks.count < Self.maxEventsPerInterval {
+                serviceChecks.append(check)
+            } else {
+                counts.droppedEvents &+= 1
+            }
+            return true
+        }
+        return false
+    }
+
+    /// Hands over the interval's events and service checks, and starts the next interval's.
+    public func takeEvents() -> (events: [DogStatsDEvent], serviceChecks: [DogStatsDServiceCheck]) {
+        defer { (events, serviceChecks) = ([], []) }
+        return (events, serviceChecks)
+    }
+
     /// Counts a line that could not be framed (a TCP line over `--max-line`) as received and
     /// rejected for `error`.
     public func reject(_ error: LineError, _ line: UnsafeRawBufferPointer) {
-        counts.lines &+= 1
+        reject(error, line, counted: false)
+    }
+
+    private func reject(_ error: LineError, _ line: UnsafeRawBufferPointer, counted: Bool) {
+        if !counted { counts.lines &+= 1 }
         counts.badLines &+= 1
         onBadLine?(error, line)
     }

@@ -9,7 +9,10 @@
 /// (scaled by sample rates), `samples`, `sum`, `min`, `max`, `mean`, `p50`, `p90`, `p95` and
 /// `p99`. Counters and gauges appear in every flush until they expire (a counter without data
 /// shows 0); timers and sets only in a flush whose interval had data for them. loopd's own
-/// metrics are among the counters and gauges, named `loopd.*`.
+/// metrics are among the counters and gauges, named `loopd.*`. Then the interval's DogStatsD
+/// `events` (`title`, `text`, `tags`, and `timestamp`, `hostname`, `aggregation_key`,
+/// `priority`, `source_type` and `alert_type` when sent) and `service_checks` (`name`,
+/// `status`, `tags`, and `timestamp`, `hostname` and `message` when sent), in arrival order.
 public enum JSONLinesFormat {
     /// The flush as one JSON object and a newline.
     public static func format(_ flush: Flush, _ summaries: [Summary]) -> [UInt8] {
@@ -31,6 +34,14 @@ public enum JSONLinesFormat {
             for (position, tag) in flush.tags(summary.series).enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
                 out.append(jsonString: tag)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        func tagArray(_ tags: [String]) {
+            out.append(string: ",\"tags\":[")
+            for (position, tag) in tags.enumerated() {
+                if position > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(jsonString: ArraySlice(tag.utf8))
             }
             out.append(UInt8(ascii: "]"))
         }
@@ -80,6 +91,40 @@ public enum JSONLinesFormat {
             series(summary, &first)
             out.append(string: ",\"count\":")
             out.append(number: summary.value)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        func field(_ key: String, _ value: String?) {
+            guard let value else { return }
+            out.append(string: ",\"\(key)\":")
+            out.append(jsonString: ArraySlice(value.utf8))
+        }
+        open("events")
+        for (position, event) in flush.events.enumerated() {
+            out.append(string: position > 0 ? ",{" : "{")
+            out.append(string: "\"title\":")
+            out.append(jsonString: ArraySlice(event.title.utf8))
+            field("text", event.text)
+            if let timestamp = event.timestamp { out.append(string: ",\"timestamp\":\(timestamp)") }
+            field("hostname", event.hostname)
+            field("aggregation_key", event.aggregationKey)
+            field("priority", event.priority)
+            field("source_type", event.sourceType)
+            field("alert_type", event.alertType)
+            tagArray(event.tags)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        open("service_checks")
+        for (position, check) in flush.serviceChecks.enumerated() {
+            out.append(string: position > 0 ? ",{" : "{")
+            out.append(string: "\"name\":")
+            out.append(jsonString: ArraySlice(check.name.utf8))
+            out.append(string: ",\"status\":\(check.status)")
+            if let timestamp = check.timestamp { out.append(string: ",\"timestamp\":\(timestamp)") }
+            field("hostname", check.hostname)
+            tagArray(check.tags)
+            field("message", check.message)
             out.append(UInt8(ascii: "}"))
         }
         out.append(string: "]}\n")

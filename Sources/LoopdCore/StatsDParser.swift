@@ -62,6 +62,12 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
     /// A name starting with `loopd.`, which names the daemon's own metrics: a client cannot
     /// forge or hide them.
     case reservedName
+    /// A DogStatsD event (`_e{…}`) whose lengths do not match its title and text, or with a
+    /// `d:` that is not an integer; reported by `Ingest`.
+    case badEvent
+    /// A DogStatsD service check (`_sc|…`) without a name, with a status other than 0 to 3, or
+    /// with a `d:` that is not an integer; reported by `Ingest`.
+    case badServiceCheck
 
     /// The reason, in a few words, for a log line.
     public var description: String {
@@ -77,13 +83,15 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
         case .tooManyTags: "more than \(StatsDParser.maxTags) tags"
         case .nonFinite: "would make the series' value or a total infinite or NaN"
         case .reservedName: "names starting with 'loopd.' are loopd's own metrics"
+        case .badEvent: "malformed DogStatsD event"
+        case .badServiceCheck: "malformed DogStatsD service check"
         }
     }
 }
 
 /// Parses StatsD lines, with the DogStatsD extensions, from bytes.
 ///
-/// A line is `name:value[:value…]|type[|@rate][|#tag,tag:value…][|c:container][|T timestamp]`;
+/// A line is `name:value[:value…]|type[|@rate][|#tag,tag:value…][|c:container][|T<unix seconds>]`;
 /// other `|x…` fields are accepted and ignored. `parse(_:)` fills `key` with the series' canonical
 /// key (its kind, its name and its tags sorted) and `values` with the line's values, reusing the
 /// same storage for every line: a line never allocates once the scratch space has grown to fit.
@@ -111,6 +119,9 @@ public struct StatsDParser {
     public private(set) var members: [UInt64] = []
     /// The hash of the last line's key, with the process's seed.
     public private(set) var keyHash: UInt64 = 0
+    /// Whether the last line had a DogStatsD timestamp (`|T<unix seconds>`). loopd aggregates
+    /// such a line into the current interval, as it does every line, and counts it.
+    public private(set) var hasTimestamp = false
 
     private var keyStorage: [UInt8]
     private var keyLength = 0
@@ -165,6 +176,7 @@ public struct StatsDParser {
 
         // The optional fields: @rate, #tags; others are skipped.
         sampleRate = 1
+        hasTimestamp = false
         tags.removeAll(keepingCapacity: true)
         var field = typeEnd
         while field < end {
@@ -187,7 +199,8 @@ public struct StatsDParser {
                         }
                         tag = comma + 1
                     }
-                default: break  // c:container, T<timestamp>, and fields yet to come
+                case UInt8(ascii: "T"): hasTimestamp = Self.number(line, start + 1, next) != nil
+                default: break  // c:container, card:cardinality, and fields yet to come
                 }
             }
             field = next

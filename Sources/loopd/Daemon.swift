@@ -285,6 +285,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         let intervalSeconds = Double(started &- intervalStart) / 1e9
         intervalStart = started
         let table = ingest.endInterval(expireAfter: configuration.expireAfter)
+        let (events, serviceChecks) = ingest.takeEvents()
         let counts = ingest.counts
         let drops = kernelDrops() &- kernelDropsAtStart
         let outputDrops = output.output.droppedFlushes.load(ordering: .relaxed)
@@ -301,6 +302,10 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             counter(
                 "loopd.prometheus_negative_counter_values", counts.negativeCounterValues,
                 reported.negativeCounterValues),
+            counter("loopd.events_received", counts.events, reported.events),
+            counter("loopd.service_checks_received", counts.serviceChecks, reported.serviceChecks),
+            counter("loopd.events_dropped", counts.droppedEvents, reported.droppedEvents),
+            counter("loopd.timestamped_lines", counts.timestampedLines, reported.timestampedLines),
             counter("loopd.udp_kernel_drops", drops, reportedKernelDrops),
             counter("loopd.output_dropped_flushes", outputDrops, reportedOutputDrops),
             counter("loopd.flushes_skipped", skippedFlushes, reportedSkippedFlushes),
@@ -332,7 +337,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         reportedRefusedConnections = refused
         let flush = Flush(
             table: table, timestamp: Self.wallClock(), intervalSeconds: intervalSeconds,
-            internalMetrics: metrics)
+            internalMetrics: metrics, events: events, serviceChecks: serviceChecks)
         flushQueue.async { [self] in
             let summaries = flush.summaries(
                 bucketBounds: prometheus == nil ? [] : prometheusExposition.options.bucketBounds)

@@ -28,7 +28,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     datagrams += 1
     if datagrams % 64 == 0 {
         let table = ingest.endInterval(expireAfter: 3)
-        let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        let (events, serviceChecks) = ingest.takeEvents()
+        let flush = Flush(
+            table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [], events: events,
+            serviceChecks: serviceChecks)
         let summaries = flush.summaries(bucketBounds: exposition.options.bucketBounds)
         precondition(summaries.count == table.count, "a series is missing from its flush")
         for summary in summaries {

@@ -151,13 +151,18 @@ scrape_configs:
             dog.distribution("peer.dd.dist", 3, tags=["env:peer"])
         dog.gauge("peer.dd.gauge", 7, tags=["env:peer"])
         dog.set("peer.dd.set", "x", tags=["env:peer"])
+        # An event and a service check, as the client writes them (lengths, escaped line feeds,
+        # "m:" escaped in the message).
+        dog.event("Deploy | web", "v1.2\nrolled out", alert_type="success", tags=["env:peer"], hostname="web-1",
+                  date_happened=1700000000)
+        dog.service_check("peer.db", DogStatsd.CRITICAL, tags=["env:peer"], message="down m: since 10:00")
         dog.flush()
         # Sampled timers (every sample is 10 ms, sent at rate 0.5) and a counter sent negative
         # increments, as raw datagrams: the clients drop sampled sends at random.
         raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for _ in range(20):
             raw.sendto(b"peer.sampled:10|ms|@0.5\npeer.neg:5|c\npeer.neg:-3|c", ("127.0.0.1", loopd_port))
-        sent_lines = 500 + 100 + 2 + 4 + 50 + 100 + 900 + 2 + 60
+        sent_lines = 500 + 100 + 2 + 4 + 50 + 100 + 900 + 2 + 2 + 60
 
         def all_lines_in():
             counters = totals(output)[0]
@@ -181,6 +186,18 @@ scrape_configs:
             "bad lines": (counters.get(("loopd.bad_lines", ())), 0),
         }
         failures = [f"loopd {k}: got {got}, expected {want}" for k, (got, want) in expect.items() if got != want]
+        flushes = [json.loads(line) for line in open(output)]
+        events = [e for flush in flushes for e in flush["events"]]
+        checks = [c for flush in flushes for c in flush["service_checks"]]
+        want_event = {"title": "Deploy | web", "text": "v1.2\nrolled out", "timestamp": 1700000000,
+                      "hostname": "web-1", "alert_type": "success", "tags": ["env:peer"]}
+        want_check = {"name": "peer.db", "status": 2, "tags": ["env:peer"], "message": "down m: since 10:00"}
+        if events != [want_event]:
+            failures.append(f"loopd events: got {events}, expected [{want_event}]")
+        if checks != [want_check]:
+            failures.append(f"loopd service checks: got {checks}, expected [{want_check}]")
+        if counters.get(("loopd.events_received", ())) != 1 or counters.get(("loopd.service_checks_received", ())) != 1:
+            failures.append("loopd.events_received and loopd.service_checks_received: expected 1 each")
 
         # carbon-cache's whisper files: the counter's points add up to what was sent.
         def whisper_sum(path):
