@@ -62,6 +62,9 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
     /// A name starting with `loopd.`, which names the daemon's own metrics: a client cannot
     /// forge or hide them.
     case reservedName
+    /// A TCP line without its `\n` when the client closed the connection or it failed: it may
+    /// be cut short, so it is not recorded; reported by loopd, not the parser.
+    case unterminated
     /// A DogStatsD event (`_e{…}`) whose lengths do not match its title and text, or with a
     /// `d:` that is not an integer; reported by `Ingest`.
     case badEvent
@@ -83,6 +86,7 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
         case .tooManyTags: "more than \(StatsDParser.maxTags) tags"
         case .nonFinite: "would make the series' value or a total infinite or NaN"
         case .reservedName: "names starting with 'loopd.' are loopd's own metrics"
+        case .unterminated: "a TCP line without its newline when the connection ended"
         case .badEvent: "malformed DogStatsD event"
         case .badServiceCheck: "malformed DogStatsD service check"
         }

@@ -10,13 +10,20 @@ extension SignalProducer where Value == ReceivedBytes, Error == UVError {
     ///
     /// A line ends at `\n`; a `\r` before it is dropped too, and the line is sent without its
     /// ending (empty lines included). A line is sent only once its `\n` arrives: an unterminated
-    /// tail when the stream completes is dropped, as a record cut short by a disconnect. A line
-    /// longer than `maxLength` bytes (its ending not counted) fails the stream with `EMSGSIZE`
-    /// as soon as it is known to be too long, so memory stays bounded by `maxLength`; the input
-    /// run is then disposed (for a `TCPConnection`, reading stops; closing is the caller's call).
+    /// tail when the stream completes or fails is not a line, as a record cut short by a
+    /// disconnect; it is handed to `unterminatedTail` (if given) just before the stream ends, so
+    /// that the caller can count or log what it lost. A line longer than `maxLength` bytes (its
+    /// ending not counted) fails the stream with `EMSGSIZE` as soon as it is known to be too
+    /// long, so memory stays bounded by `maxLength`; the input run is then disposed (for a
+    /// `TCPConnection`, reading stops; closing is the caller's call).
     ///
+    /// - Parameter unterminatedTail: Called, on the thread of the stream's events, with the
+    ///   bytes after the last `\n` when the stream completes or fails with some (never when the
+    ///   run is interrupted or disposed, nor after a line too long).
     /// - Precondition: `maxLength` is positive.
-    public func lineBytes(maxLength: Int) -> SignalProducer<ReceivedBytes, UVError> {
+    public func lineBytes(maxLength: Int, unterminatedTail: ((ReceivedBytes) -> Void)? = nil) -> SignalProducer<
+        ReceivedBytes, UVError
+    > {
         _require(maxLength > 0, "lineBytes(maxLength:): maxLength must be > 0, got \(maxLength)")
         return SignalProducer { observer, lifetime in
             var framer = _LineFramer(maxLength: maxLength)
@@ -28,8 +35,12 @@ extension SignalProducer where Value == ReceivedBytes, Error == UVError {
                         let what = "lines(maxLength: \(maxLength)): a line longer than \(maxLength) bytes"
                         observer.send(error: UVError(code: code, operation: what))
                     }
-                case let .failed(error): observer.send(error: error)
-                case .completed: observer.sendCompleted()
+                case let .failed(error):
+                    if let tail = framer.tail { unterminatedTail?(tail) }
+                    observer.send(error: error)
+                case .completed:
+                    if let tail = framer.tail { unterminatedTail?(tail) }
+                    observer.sendCompleted()
                 case .interrupted: observer.sendInterrupted()
                 }
             }
@@ -52,6 +63,9 @@ struct _LineFramer {
     private var partial: [UInt8] = []
 
     init(maxLength: Int) { self.maxLength = maxLength }
+
+    /// The bytes received after the last line's `\n`, if any.
+    var tail: ReceivedBytes? { partial.isEmpty ? nil : ReceivedBytes(partial) }
 
     /// Sends every line `chunk` completes to `emit`; returns `false` once a line is too long.
     mutating func feed(_ chunk: ReceivedBytes, _ emit: (ReceivedBytes) -> Void) -> Bool {

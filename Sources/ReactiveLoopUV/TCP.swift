@@ -254,9 +254,12 @@ public final class TCPConnection: _LoopOwnedHandle, @unchecked Sendable {  // Va
         bytes.lines(maxLength: maxLength)
     }
 
-    /// The lines received as bytes (see `SignalProducer.lineBytes(maxLength:)`).
-    public func lineBytes(maxLength: Int) -> SignalProducer<ReceivedBytes, UVError> {
-        bytes.lineBytes(maxLength: maxLength)
+    /// The lines received as bytes (see `SignalProducer.lineBytes(maxLength:unterminatedTail:)`:
+    /// `unterminatedTail` gets the bytes of a last line the peer did not end before closing).
+    public func lineBytes(maxLength: Int, unterminatedTail: ((ReceivedBytes) -> Void)? = nil) -> SignalProducer<
+        ReceivedBytes, UVError
+    > {
+        bytes.lineBytes(maxLength: maxLength, unterminatedTail: unterminatedTail)
     }
 
     /// Writes a copy of `bytes`, from any thread (writes from one thread go out in order).

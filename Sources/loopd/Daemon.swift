@@ -243,7 +243,12 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             entry?.dispose()
             entry = nil
         }
-        let run = connection.lineBytes(maxLength: maxLine).start { [self] event in
+        // A last line the client did not end before closing may be cut short: it is not
+        // recorded, and counted as a bad line.
+        let unterminated = { [self] (tail: ReceivedBytes) in
+            tail.withUnsafeBytes { ingest.reject(.unterminated, $0) }
+        }
+        let run = connection.lineBytes(maxLength: maxLine, unterminatedTail: unterminated).start { [self] event in
             switch event {
             case let .value(line): line.withUnsafeBytes { ingest.ingest(line: $0) }
             case let .failed(error):

@@ -348,6 +348,27 @@ struct LineFramingTests {
         #expect(!framer.feed(ReceivedBytes(Array("5\r".utf8))) { lines.append($0.description) })
     }
 
+    @Test func anUnterminatedTailIsHandedOverWhenTheStreamEnds() {
+        func tails(_ chunks: [String], ending: Signal<ReceivedBytes, UVError>.Event) -> (
+            lines: [String], tails: [String]
+        ) {
+            var lines: [String] = []
+            var tails: [String] = []
+            let (input, observer) = Signal<ReceivedBytes, UVError>.pipe()
+            SignalProducer(input).lineBytes(maxLength: 16) { tails.append($0.description) }
+                .startWithResult { if case let .success(line) = $0 { lines.append(line.description) } }
+            for chunk in chunks { observer.send(value: ReceivedBytes(Array(chunk.utf8))) }
+            observer.send(ending)
+            return (lines, tails)
+        }
+        let reset = UVError(code: -104, operation: "read")
+        #expect(tails(["a:1|c\nb:", "2|c"], ending: .completed) == (["a:1|c"], ["b:2|c"]))
+        #expect(tails(["a:1|c\nb:2\r"], ending: .failed(reset)) == (["a:1|c"], ["b:2\r"]))
+        #expect(tails(["a:1|c\n"], ending: .completed) == (["a:1|c"], []), "no tail, no call")
+        #expect(tails(["a:1|c\nb"], ending: .interrupted) == (["a:1|c"], []), "interrupted: not a peer's close")
+        #expect(tails(["0123456789abcdefXYZ"], ending: .completed) == ([], []), "failed as too long already")
+    }
+
     @Test func aLineInOneChunkIsASliceOfIt() {
         var framer = _LineFramer(maxLength: 16)
         let chunk = ReceivedBytes(Array("first\nsecond\n".utf8))
