@@ -134,8 +134,9 @@ public enum JSONLinesFormat {
 
 /// The Graphite plaintext output: `path value timestamp` lines.
 ///
-/// A series' path is its name, then its tags in Graphite's form (`;key=value`; a tag without a
-/// value becomes `;key=true`), with spaces and `;` in names and tags replaced by `_`. Counters,
+/// A series' path is its name cleaned by `path(_:)`, then its tags in Graphite's form
+/// (`;key=value`, each part cleaned by `tagPart(_:)`; a tag without a value becomes
+/// `;key=true`, and a tag named `name`, Graphite's own, `;_name=…`). Counters,
 /// gauges and sets send their value (a counter: the interval's count); timers, histograms and
 /// distributions send `name.count`, `.sum`, `.min`, `.max`, `.mean`, `.p50`, `.p90`, `.p95` and
 /// `.p99` when their interval had samples. loopd's own metrics are sent as `loopd.*`.
@@ -147,18 +148,16 @@ public enum GraphiteFormat {
         var timestamp = [UInt8]()
         timestamp.append(number: flush.timestamp.rounded(.down))
         func line(_ name: ArraySlice<UInt8>, _ suffix: String, _ tags: [ArraySlice<UInt8>], _ value: Double) {
-            out.append(graphite: name)
+            out.append(contentsOf: path(name))
             out.append(string: suffix)
             for tag in tags {
                 out.append(UInt8(ascii: ";"))
-                if let colon = tag.firstIndex(of: UInt8(ascii: ":")) {
-                    out.append(graphite: tag[..<colon])
-                    out.append(UInt8(ascii: "="))
-                    out.append(graphite: tag[(colon + 1)...])
-                } else {
-                    out.append(graphite: tag)
-                    out.append(string: "=true")
-                }
+                let colon = tag.firstIndex(of: UInt8(ascii: ":"))
+                let key = tagPart(tag[..<(colon ?? tag.endIndex)])
+                if key.elementsEqual("name".utf8) { out.append(UInt8(ascii: "_")) }
+                out.append(contentsOf: key)
+                out.append(UInt8(ascii: "="))
+                out.append(contentsOf: colon.map { tagPart(tag[($0 + 1)...]) } ?? Array("true".utf8))
             }
             out.append(UInt8(ascii: " "))
             out.append(number: value)
@@ -185,6 +184,44 @@ public enum GraphiteFormat {
         }
         for metric in flush.internalMetrics { line(ArraySlice(metric.name.utf8), "", [], metric.value) }
         return out
+    }
+
+    /// A StatsD name as a Graphite path, which carbon stores as a whisper file whose
+    /// directories are the path's dot-separated nodes:
+    /// - a byte outside `[a-zA-Z0-9_.-]` becomes `_` (one per byte of a UTF-8 character),
+    ///   except `/`, which becomes `-` (as etsy's StatsD does): no name can reach another
+    ///   directory, split the line, or hold what Graphite reads as a glob (`*?[]{}`) or a tag
+    ///   (`;`);
+    /// - runs of dots become one and leading and trailing dots go, so that no node is empty;
+    /// - an empty path is `_`.
+    public static func path(_ name: ArraySlice<UInt8>) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(name.count)
+        for byte in name {
+            if byte == UInt8(ascii: ".") {
+                if let last = out.last, last != UInt8(ascii: ".") { out.append(byte) }
+            } else {
+                out.append(cleaned(byte))
+            }
+        }
+        if out.last == UInt8(ascii: ".") { out.removeLast() }
+        return out.isEmpty ? [UInt8(ascii: "_")] : out
+    }
+
+    /// A tag's name or value as Graphite's tag syntax takes it: as `path(_:)` cleans a byte
+    /// (dots are kept as they are); empty is `_`.
+    public static func tagPart(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+        bytes.isEmpty ? [UInt8(ascii: "_")] : bytes.map { $0 == UInt8(ascii: ".") ? $0 : cleaned($0) }
+    }
+
+    private static func cleaned(_ byte: UInt8) -> UInt8 {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            byte
+        case UInt8(ascii: "/"): UInt8(ascii: "-")
+        default: UInt8(ascii: "_")
+        }
     }
 }
 
@@ -233,11 +270,5 @@ extension [UInt8] {
             }
         }
         append(UInt8(ascii: "\""))
-    }
-
-    mutating func append(graphite bytes: ArraySlice<UInt8>) {
-        for byte in bytes {
-            append(byte == UInt8(ascii: " ") || byte == UInt8(ascii: ";") || byte < 0x20 ? UInt8(ascii: "_") : byte)
-        }
     }
 }

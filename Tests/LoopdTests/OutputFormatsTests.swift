@@ -55,6 +55,24 @@ struct OutputFormatsTests {
         #expect(lines.allSatisfy { $0.split(separator: " ").count == 3 })
     }
 
+    @Test func graphitePathsCannotLeaveTheirDirectoryOrHoldAnEmptyNode() {
+        let cases: [(String, String)] = [
+            ("api.requests", "api.requests"), ("weird/path\\x", "weird-path_x"), ("a b\tc", "a_b_c"),
+            ("dots..in...name.", "dots.in.name"), (".lead", "lead"), ("../../etc/passwd", "-.-etc-passwd"),
+            ("glob*?[x]{y}", "glob___x__y_"), ("ünï.cödé", "__n__.c__d__"), ("semi;colon=x", "semi_colon_x"),
+            ("", "_"), ("...", "_"), ("Mixed-Case_ok.9", "Mixed-Case_ok.9"),
+        ]
+        for (name, path) in cases {
+            #expect(String(decoding: GraphiteFormat.path(ArraySlice(name.utf8)), as: UTF8.self) == path, "\(name)")
+        }
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "x:1|c|#name:n,a=b:c;d,~v:~w,e:,ok.k:v.v")
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        let text = String(decoding: GraphiteFormat.format(flush, flush.summaries()), as: UTF8.self)
+        #expect(text == "x;a_b=c_d;e=_;_name=n;ok.k=v.v;_v=_w 1 0\n")
+    }
+
     @Test func sampledTimersScaleTheirSumAsTheirCountInEveryOutput() throws {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         // All samples are 10; half of them were sent (rate 0.5), and one more at rate 1.

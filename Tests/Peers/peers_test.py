@@ -245,6 +245,22 @@ scrape_configs:
             if got != want:
                 failures.append(f"prometheus {expression}: got {got}, expected {want}")
 
+        # Hostile names: carbon stores each under the path docs/loopd.md gives, inside its
+        # whisper directory, one file per series.
+        graphite_names = {b"evil/../../path\\x": "evil-/-/-path_x", b"dots..in...name.": "dots/in/name",
+                          b"glob*?[x]{y}": "glob___x__y_", "ünï.cödé".encode(): "__n__/c__d__",
+                          b"semi;colon=x": "semi_colon_x"}
+        for name in graphite_names:
+            raw.sendto(name + b":1|c", ("127.0.0.1", loopd_port))
+        for name, path in graphite_names.items():
+            got = wait_for(f"carbon to store {path}", lambda: whisper_sum(path.replace("/", ".")), seconds=30)
+            if got != 1:
+                failures.append(f"carbon {name}: {path}.wsp sums to {got}, expected 1")
+        stored = sorted(os.path.relpath(os.path.join(d, f), os.path.join(work, "whisper"))
+                        for d, _, files in os.walk(os.path.join(work, "whisper")) for f in files)
+        if any(path.startswith("..") or ";" in path or "*" in path for path in stored):
+            failures.append(f"carbon stored a path it should not have: {stored}")
+
         # Hostile names and tags: the exposition still passes promtool's checks, lint included.
         hostile = [b"a.b.c:1|c", b"a_b_c:2|c", b"a-b-c:3|c", b"lat:10|ms|@0.5", b"lat:5|h", b"lat:5|d",
                    b"my-key:1|c|#my-key:v,my.key:w", b"fooBar.latencyMs:3|ms", b"disk.used.kb:5|g",
