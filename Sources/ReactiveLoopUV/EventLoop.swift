@@ -53,6 +53,8 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     // Confined to the loop thread. The objects owning the loop's handles, by handle (see
     // "Lifetime of handles").
     private var owners: [UnsafeMutableRawPointer: _HandleEntry] = [:]
+    // Confined to the loop thread. Requests in flight (name resolutions), cancelled at shutdown.
+    private var requests: [ObjectIdentifier: any _LoopRequest] = [:]
     // Confined to the loop thread. Whether a thread has driven the loop (from then on it holds
     // its handles' owners strongly).
     private(set) var hasRun = false
@@ -419,6 +421,18 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         owners[handle] = nil
     }
 
+    /// Registers a request in flight: the loop cancels it if it shuts down first. Loop thread.
+    func register(_ request: some _LoopRequest) {
+        assertInEventLoop()
+        requests[ObjectIdentifier(request)] = request
+    }
+
+    /// Forgets a request that has ended. Loop thread.
+    func unregister(_ request: some _LoopRequest) {
+        assertInEventLoop()
+        requests[ObjectIdentifier(request)] = nil
+    }
+
     /// Closes `handle` whose owner was freed before the loop first ran (the owner's `deinit`).
     /// The handle's descriptor is closed at once when a thread can borrow the loop.
     /// `descriptor`, if not -1, is closed right after (a timerfd that the handle polled).
@@ -453,6 +467,10 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
                 owner.closeOnLoop(interrupted: true)
             }
             owners[handle] = nil
+        }
+        while let (key, request) = requests.first {
+            requests[key] = nil
+            request.cancelOnLoop()
         }
         uv_walk(
             uvLoop,

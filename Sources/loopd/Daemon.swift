@@ -31,7 +31,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var maxLine: Int
         var flushInterval: Double
         var output: String
-        var graphite: SocketAddress?
+        var graphite: Endpoint?
         var prometheus: SocketAddress?
         var maxSeries: Int
         var expireAfter: UInt32
@@ -104,9 +104,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         output = OutputWriter(try FileOutput(path: configuration.output), logger: logger)
         (udp, tcp) = try Self.openInputs(configuration, on: loop)
         let (loop, scheduler) = (loop, scheduler)
-        if let address = configuration.graphite {
+        if let endpoint = configuration.graphite {
             graphite = GraphiteOutput(
-                to: address, on: loop, scheduler: scheduler, maxQueuedBytes: configuration.graphiteMaxQueued,
+                to: endpoint, on: loop, scheduler: scheduler, maxQueuedBytes: configuration.graphiteMaxQueued,
                 logger: logger)
         } else {
             graphite = nil
@@ -172,7 +172,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         )
         prometheus?.start()
         if let prometheus { logger.info("serving Prometheus metrics at http://\(prometheus.address)/metrics") }
-        if let graphite { logger.info("sending Graphite plaintext to \(graphite.address)") }
+        if let graphite { logger.info("sending Graphite plaintext to \(graphite.endpoint)") }
         logger.info(
             "writing a JSON line per flush to \(configuration.output == "-" ? "standard output" : configuration.output)"
         )
@@ -460,6 +460,34 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         } catch {
             throw StartupError(description: "\(flag) \(host): not a numeric IPv4 or IPv6 address (or localhost)")
         }
+    }
+
+    /// A host, by name or numeric address, and a port: resolved at each connection attempt.
+    struct Endpoint: CustomStringConvertible, Equatable {
+        var host: String
+        var port: Int
+        var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    /// `host:port` (`[v6]:port` for IPv6) to connect to, the host a name or a numeric address;
+    /// names are resolved when connecting, not here.
+    static func endpoint(_ text: String, flag: String, example: String) throws(StartupError) -> Endpoint {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (1...65535).contains(port)
+        else {
+            throw StartupError(description: "\(flag) \(text): expected host:port, such as \(example)")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        // A name is letters, digits, '-', '_' and '.'; an address, hex digits, '.' and ':'.
+        guard !host.isEmpty,
+            host.utf8.allSatisfy({
+                $0 < 0x80 && ($0 == 0x2D || $0 == 0x2E || $0 == 0x3A || $0 == 0x5F || isalnum(Int32($0)) != 0)
+            })
+        else {
+            throw StartupError(description: "\(flag) \(text): expected host:port, such as \(example)")
+        }
+        return Endpoint(host: host, port: port)
     }
 
     /// `host:port` (`[v6]:port` for IPv6) as an address.

@@ -16,8 +16,8 @@ import ReactiveLoopUV
 /// is harmless where a loss is not. The output runs on the loop, so it never delays another
 /// output, and the shutdown waits for it for a bounded time (`finish(within:_:)`).
 final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined to the loop thread.
-    /// The receiver.
-    let address: SocketAddress
+    /// The receiver, resolved anew at each connection attempt (a name that moves is followed).
+    let endpoint: Daemon.Endpoint
     /// The most bytes kept while the receiver is unreachable or slow (queued and in flight):
     /// `--graphite-max-queued`.
     let maxQueuedBytes: Int
@@ -45,9 +45,10 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
     var reportedDroppedLines: UInt64 = 0
 
     init(
-        to address: SocketAddress, on loop: EventLoop, scheduler: LoopScheduler, maxQueuedBytes: Int, logger: Logger
+        to endpoint: Daemon.Endpoint, on loop: EventLoop, scheduler: LoopScheduler, maxQueuedBytes: Int,
+        logger: Logger
     ) {
-        self.address = address
+        self.endpoint = endpoint
         self.maxQueuedBytes = maxQueuedBytes
         self.loop = loop
         self.scheduler = scheduler
@@ -84,7 +85,7 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
         _ = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(seconds)) { [self] in
             guard let finishing else { return }
             let unsent = (queue + inFlight).reduce(0) { $0 + $1.lazy.filter { $0 == UInt8(ascii: "\n") }.count }
-            logger.warning("exiting with \(unsent) Graphite lines unsent to \(address)")
+            logger.warning("exiting with \(unsent) Graphite lines unsent to \(endpoint)")
             self.finishing = nil
             shutDown()
             finishing()
@@ -95,11 +96,11 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
 
     private func connect() {
         guard !closed else { return }
-        logger.debug("connecting to Graphite at \(address)")
-        TCPConnection.connect(to: address, on: loop).start { [self] event in
+        logger.debug("connecting to Graphite at \(endpoint)")
+        TCPConnection.connect(toHost: endpoint.host, port: endpoint.port, on: loop).start { [self] event in
             switch event {
             case let .value(connection):
-                if failures > 0 { logger.info("connected to Graphite at \(address)") }
+                if failures > 0 { logger.info("connected to Graphite at \(endpoint)") }
                 self.connection = connection
                 connection.setLimits(.init(writeTimeout: Self.writeTimeout))
                 backoff = 0.1
@@ -116,7 +117,7 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
             case let .failed(error):
                 failures += 1
                 if failures == 1 {
-                    logger.warning("cannot connect to Graphite at \(address): \(error.message); retrying with backoff")
+                    logger.warning("cannot connect to Graphite at \(endpoint): \(error.message); retrying with backoff")
                 }
                 retryLater()
             default: break
@@ -136,7 +137,7 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
         connection = nil
         lost.close()
         guard !closed else { return }
-        logger.warning("lost the Graphite connection to \(address) (\(reason)); reconnecting")
+        logger.warning("lost the Graphite connection to \(endpoint) (\(reason)); reconnecting")
         queue.insert(contentsOf: inFlight, at: 0)
         queuedBytes += inFlightBytes
         inFlight = []

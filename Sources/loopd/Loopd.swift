@@ -45,7 +45,10 @@ struct Loopd: ParsableCommand {
     @Option(help: "The JSON-lines output: a file (appended to), or - for standard output.")
     var output = "-"
 
-    @Option(help: "A Graphite plaintext receiver (carbon) to send each flush to, as host:port.")
+    @Option(
+        help:
+            "A Graphite plaintext receiver (carbon) to send each flush to, as host:port; a host name is resolved anew at each connection attempt."
+    )
     var graphite: String?
 
     @Option(
@@ -140,7 +143,7 @@ struct Loopd: ParsableCommand {
                 listen: try Daemon.address(host: host, port: port, flag: "--host/--port"),
                 udpBuffer: udpBuffer, maxLine: maxLine, flushInterval: flushInterval, output: output,
                 graphite: try graphite.map {
-                    try Daemon.address($0, flag: "--graphite", example: "127.0.0.1:2003", listening: false)
+                    try Daemon.endpoint($0, flag: "--graphite", example: "carbon.example.com:2003")
                 },
                 prometheus: try prometheus.map {
                     try Daemon.address($0, flag: "--prometheus", example: "127.0.0.1:9102", listening: true)

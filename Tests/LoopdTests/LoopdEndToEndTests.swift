@@ -177,7 +177,9 @@ struct LoopdEndToEndTests {
     @Test(arguments: [
         (["--flush-interval", "0"], "--flush-interval must be in"), (["--max-line", "0"], "--max-line must be in"),
         (["--graphite", "nohost"], "--graphite nohost: expected host:port"),
-        (["--graphite", "127.0.0.1:0"], "--graphite 127.0.0.1:0: expected host:port, such as 127.0.0.1:2003"),
+        (["--graphite", "127.0.0.1:0"], "--graphite 127.0.0.1:0: expected host:port, such as carbon.example.com:2003"),
+        (["--graphite", "bad host:2003"], "--graphite bad host:2003: expected host:port"),
+        (["--graphite", ":2003"], "--graphite :2003: expected host:port"),
         (["--prometheus", "x"], "--prometheus x: expected host:port, such as 127.0.0.1:9102"),
         (["--tcp-idle-timeout", "-1"], "--tcp-idle-timeout must be in 0...86400 seconds, got -1.0"),
         (["--graphite-max-queued", "10"], "--graphite-max-queued must be in 1024...1099511627776 bytes, got 10"),
@@ -260,6 +262,15 @@ struct LoopdEndToEndTests {
         #expect(!loopd.log().contains("ThreadSanitizer"), "clean when built with --sanitize=thread")
     }
 
+    @Test func aGraphiteHostThatDoesNotResolveIsRetriedWithoutStoppingLoopd() throws {
+        let loopd = try LoopdProcess(["--graphite", "no-such-host.invalid:2003"])
+        try loopd.waitForLog("cannot connect to Graphite at no-such-host.invalid:2003: ")
+        UDPSender(port: loopd.port).send("still.working:1|c")
+        try loopd.waitForLines(1)
+        #expect(loopd.signal(SIGTERM) < 5)
+        #expect(Totals(try loopd.flushes()).counters["still.working"] == 1)
+    }
+
     @Test func graphiteReceivesFlushesAfterTheReceiverComesUp() throws {
         // A port that nothing listens on yet: loopd queues and retries.
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -279,7 +290,8 @@ struct LoopdEndToEndTests {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
         }
         let port = Int(UInt16(bigEndian: address.sin_port))
-        let loopd = try LoopdProcess(["--graphite", "127.0.0.1:\(port)"])
+        // By name: resolved at each attempt, the failed ones and the one that connects.
+        let loopd = try LoopdProcess(["--graphite", "localhost:\(port)"])
         UDPSender(port: loopd.port).send("g.count:7|c")
         try loopd.waitForLines(1)
         try loopd.waitForLog("cannot connect to Graphite")

@@ -109,7 +109,7 @@ ENABLE_TAGS = False
         exporter_port = free_port()
         output = os.path.join(work, "flushes.jsonl")
         loopd = start([loopd_binary, "--port", str(loopd_port), "--flush-interval", "2", "--output", output,
-                       "--graphite", f"127.0.0.1:{carbon_port}", "--prometheus", f"127.0.0.1:{exporter_port}"],
+                       "--graphite", f"localhost:{carbon_port}", "--prometheus", f"127.0.0.1:{exporter_port}"],
                       "loopd")
         wait_for("loopd to listen", lambda: port_open(loopd_port) and port_open(exporter_port))
 

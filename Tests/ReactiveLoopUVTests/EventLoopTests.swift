@@ -223,17 +223,7 @@ struct EventLoopGroupTests {
 /// Every time operator on a real loop, with generous bounds (no speed is measured).
 @Suite("Time operators on LoopScheduler")
 struct LoopTimeOperatorTests {
-    /// Starts `producer` and waits (up to 10 s) for its terminal event.
-    func events<V, E>(_ producer: SignalProducer<V, E>) -> [Signal<V, E>.Event] {
-        let events = Box<[Signal<V, E>.Event]>([])
-        let done = DispatchSemaphore(value: 0)
-        producer.start { event in
-            events.modify { $0.append(event) }
-            if event.isTerminating { done.signal() }
-        }
-        _ = done.wait(timeout: .now() + 10)
-        return events.value
-    }
+    func events<V, E>(_ producer: SignalProducer<V, E>) -> [Signal<V, E>.Event] { runEvents(producer) }
 
     @Test func everyTimeOperatorRunsOnTheLoop() throws {
         let loop = try EventLoop.startOnNewThread()

@@ -39,6 +39,18 @@ func withLoop(_ body: (EventLoop) throws -> Void) throws {
     try body(loop)
 }
 
+/// Starts `producer` and waits (up to `seconds`) for its terminal event: the events it sent.
+func runEvents<V, E>(_ producer: SignalProducer<V, E>, seconds: Double = 10) -> [Signal<V, E>.Event] {
+    let events = Box<[Signal<V, E>.Event]>([])
+    let done = DispatchSemaphore(value: 0)
+    producer.start { event in
+        events.modify { $0.append(event) }
+        if event.isTerminating { done.signal() }
+    }
+    _ = done.wait(timeout: .now() + seconds)
+    return events.value
+}
+
 @Suite("Signals on the loop")
 struct SignalTests {
     @Test func aSignalRaisedInTheProcessArrivesOnTheLoopThread() throws {
