@@ -103,7 +103,7 @@ public final class Ingest {
             return
         }
         if parser.hasTimestamp { counts.timestampedLines &+= 1 }
-        switch table.record(parser) {
+        switch parser.withParsedLine({ table.record($0) }) {
         case .recorded: break
         case .created:
             let changed = PrometheusFormat.changedLabels(key: table.key(table.count - 1))

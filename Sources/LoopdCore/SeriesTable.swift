@@ -120,13 +120,10 @@ public struct SeriesTable: Sendable {
         case nonFinite
     }
 
-    /// Records the line `parser` has just parsed into its series, creating the series if need be.
-    public mutating func record(_ parser: StatsDParser) -> Outcome {
-        parser.withKey { record(parser, key: $0) }
-    }
-
-    private mutating func record(_ parser: StatsDParser, key: UnsafeRawBufferPointer) -> Outcome {
-        let hash = parser.keyHash
+    /// Records a parsed line into its series, creating the series if need be.
+    public mutating func record(_ line: ParsedLine) -> Outcome {
+        let key = line.key
+        let hash = line.keyHash
         let hash32 = UInt32(truncatingIfNeeded: hash >> 32)
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
@@ -134,16 +131,16 @@ public struct SeriesTable: Sendable {
             let series = Int(slots[slot])
             if series < 0 {
                 guard count < maxSeries else { return .tableFull }
-                guard let next = Self.aggregates(parser, from: Aggregates()) else { return .nonFinite }
-                apply(parser, next, to: insert(key, hash32, at: slot))
+                guard let next = Self.aggregates(line, from: Aggregates()) else { return .nonFinite }
+                apply(line, next, to: insert(key, hash32, at: slot))
                 return .created
             }
             if hashes[series] == hash32 && keyEquals(series, key) {
                 let now = Aggregates(
                     current: current[series], total: total[series], totalSum: totalSum[series],
                     intervalSum: intervalSum[series])
-                guard let next = Self.aggregates(parser, from: now) else { return .nonFinite }
-                apply(parser, next, to: series)
+                guard let next = Self.aggregates(line, from: now) else { return .nonFinite }
+                apply(line, next, to: series)
                 return .recorded
             }
             slot = (slot + 1) & mask
@@ -182,20 +179,20 @@ public struct SeriesTable: Sendable {
         var negatives: UInt64 = 0
     }
 
-    /// The aggregates of a series at `now` once the line `parser` holds is recorded, or nil if
+    /// The aggregates of a series at `now` once `line` is recorded, or nil if
     /// one of them would not be finite. Values are finite (the parser refuses others), so a
     /// sum that overflowed stays infinite: checking the results is enough.
     @inline(__always)
-    private static func aggregates(_ parser: StatsDParser, from now: Aggregates) -> Aggregates? {
+    private static func aggregates(_ line: ParsedLine, from now: Aggregates) -> Aggregates? {
         var next = now
-        let rate = parser.sampleRate
-        switch parser.kind {
+        let rate = line.sampleRate
+        switch line.kind {
         case .counter:
             // The interval's sum takes every increment; the total, which Prometheus reads as a
             // counter that never decreases, only the positive ones.
             var sum = 0.0
             var increase = 0.0
-            for value in parser.values {
+            for value in line.values {
                 sum += value
                 if value > 0 {
                     increase += value
@@ -207,18 +204,18 @@ public struct SeriesTable: Sendable {
             next.total += increase / rate
             guard next.current.isFinite && next.total.isFinite else { return nil }
         case .gauge:
-            for (value, delta) in zip(parser.values, parser.isDelta) {
+            for (value, delta) in zip(line.values, line.isDelta) {
                 next.current = delta ? next.current + value : value
             }
             guard next.current.isFinite else { return nil }
         case .timer, .histogram, .distribution:
             // A sample sent at rate r stands for 1/r samples: the sums scale as the count does,
             // so that sum / count is the mean whatever the rates.
-            for value in parser.values {
+            for value in line.values {
                 next.totalSum += value / rate
                 next.intervalSum += value / rate
             }
-            let scaled = Double(parser.values.count) / rate
+            let scaled = Double(line.values.count) / rate
             next.current += scaled
             next.total += scaled
             guard
@@ -229,10 +226,10 @@ public struct SeriesTable: Sendable {
         return next
     }
 
-    /// Records the line `parser` holds into `series`, whose aggregates become `next`.
-    private mutating func apply(_ parser: StatsDParser, _ next: Aggregates, to series: Int) {
+    /// Records `line` into `series`, whose aggregates become `next`.
+    private mutating func apply(_ line: ParsedLine, _ next: Aggregates, to series: Int) {
         lastSeen[series] = interval
-        switch parser.kind {
+        switch line.kind {
         case .counter:
             current[series] = next.current
             total[series] = next.total
@@ -240,13 +237,13 @@ public struct SeriesTable: Sendable {
         case .gauge:
             current[series] = next.current
         case .timer, .histogram, .distribution:
-            for value in parser.values { samples.append(Sample(series: Int32(series), value: value)) }
+            for value in line.values { samples.append(Sample(series: Int32(series), value: value)) }
             current[series] = next.current
             total[series] = next.total
             totalSum[series] = next.totalSum
             intervalSum[series] = next.intervalSum
         case .set:
-            for member in parser.members { setMembers[Int32(series), default: []].insert(member) }
+            for member in line.members { setMembers[Int32(series), default: []].insert(member) }
         }
     }
 

@@ -36,6 +36,25 @@ public enum MetricKind: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     public var isSampled: Bool { self == .timer || self == .histogram || self == .distribution }
 }
 
+/// A parsed StatsD line, handed out by `StatsDParser.withParsedLine(_:)`: its key is a view into
+/// the parser's scratch space, valid during that call only.
+public struct ParsedLine {
+    /// The kind.
+    public let kind: MetricKind
+    /// The sample rate (1 when the line has no `@rate`).
+    public let sampleRate: Double
+    /// The values: numbers (a set's are empty).
+    public let values: [Double]
+    /// For a gauge, whether each value was signed (a change, not a new value).
+    public let isDelta: [Bool]
+    /// For a set, the 64-bit hashes of the members.
+    public let members: [UInt64]
+    /// The canonical key: the kind's raw value, the name, and `|#` and the sorted tags if any.
+    public let key: UnsafeRawBufferPointer
+    /// The key's hash, with the process's seed.
+    public let keyHash: UInt64
+}
+
 /// Why a StatsD line was rejected. The valid lines of the same datagram are kept.
 public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvertible {
     /// Nothing before the first `:`.
@@ -145,6 +164,18 @@ public struct StatsDParser {
         isDelta.reserveCapacity(16)
         members.reserveCapacity(16)
         tags.reserveCapacity(Self.maxTags)
+    }
+
+    /// Calls `body` with the last line parsed, as views into the parser's scratch space (valid
+    /// during the call only): what `SeriesTable.record(_:)` takes, without a copy.
+    @inline(__always)
+    public func withParsedLine<Result>(_ body: (ParsedLine) -> Result) -> Result {
+        keyStorage.withUnsafeBytes { key in
+            body(
+                ParsedLine(
+                    kind: kind, sampleRate: sampleRate, values: values, isDelta: isDelta, members: members,
+                    key: UnsafeRawBufferPointer(rebasing: key[0..<keyLength]), keyHash: keyHash))
+        }
     }
 
     /// Calls `body` with the canonical key of the last line: its kind's raw value, its name,

@@ -126,6 +126,48 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
         return fd
     }
 
+    /// Reads, without waiting, what the kernel holds for the socket: at most `limit` datagrams,
+    /// each handed to `body` (its bytes valid during the call only, and whether it was cut at
+    /// 64 KiB). For a shutdown: the datagrams that arrived before the socket closes are read
+    /// instead of lost. A `datagrams` run, if any, sees none of them. Loop thread only.
+    ///
+    /// - Returns: The number of datagrams read (0 once closed).
+    /// - Precondition: `limit` is positive.
+    public func drain(limit: Int = 1_000_000, _ body: (UnsafeRawBufferPointer, _ isTruncated: Bool) -> Void) -> Int {
+        _require(limit > 0, "UDPSocket.drain(limit:_:): limit must be > 0, got \(limit)")
+        loop.assertInEventLoop()
+        let fd = fileDescriptor
+        guard fd >= 0 else { return 0 }
+        let slot = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slot, alignment: 8)
+        defer { slot.deallocate() }
+        var read = 0
+        while read < limit {
+            // MSG_TRUNC: the datagram's full length, to tell a cut one.
+            let received = recv(fd, slot.baseAddress, slot.count, Int32(MSG_DONTWAIT | MSG_TRUNC))
+            guard received >= 0 else { break }
+            body(UnsafeRawBufferPointer(rebasing: slot[0..<min(received, slot.count)]), received > slot.count)
+            read += 1
+        }
+        return read
+    }
+
+    /// The datagrams the kernel dropped for this socket since it was opened, because its receive
+    /// buffer was full (Linux's `SO_MEMINFO`, `SK_MEMINFO_DROPS`): what a reader too slow for its
+    /// senders lost. Nil once closed, or where the kernel does not say. Loop thread only.
+    public var kernelDrops: UInt64? {
+        loop.assertInEventLoop()
+        let fd = fileDescriptor
+        guard fd >= 0 else { return nil }
+        let count = 9  // SK_MEMINFO_VARS; SK_MEMINFO_DROPS is the last.
+        var info = [UInt32](repeating: 0, count: count)
+        var length = socklen_t(count * 4)
+        let soMeminfo: Int32 = 55  // SO_MEMINFO, which Glibc's module does not export.
+        guard getsockopt(fd, SOL_SOCKET, soMeminfo, &info, &length) == 0, length >= socklen_t(count * 4) else {
+            return nil
+        }
+        return UInt64(info[count - 1])
+    }
+
     /// Sends `bytes` to `destination`, from any thread (sends from one thread go out in order).
     ///
     /// - Parameter completion: Called on the loop thread with nil once sent, or the error

@@ -71,19 +71,14 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private var stopping = false
     private var exiting = false
     private var flushTimer: (any Disposable)?
-    private var reported = Ingest.Counts()
+    private var selfMetrics = SelfMetrics()
     private var kernelDropsAtStart: UInt64 = 0
-    private var reportedKernelDrops: UInt64 = 0
-    private var reportedOutputDrops: UInt64 = 0
     // Whether a flush is being formatted on the flush queue.
     private var formatting = false
     private var skippedFlushes: UInt64 = 0
-    private var reportedSkippedFlushes: UInt64 = 0
     private var refusedConnections: UInt64 = 0
     // When the current interval began (the start or the last flush), on the monotonic clock.
     private var intervalStart = DispatchTime.now().uptimeNanoseconds
-    private var reportedRefusedConnections: UInt64 = 0
-    private var reportedPrometheusRefused: UInt64 = 0
     private var latestKernelDrops: UInt64 = 0
     private let lastFlushNanoseconds = Atomic<UInt64>(0)  // Written by the flush queue, read on the loop.
     /// Series left out of the last Prometheus exposition (name or labels taken). Written by the
@@ -291,55 +286,19 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         intervalStart = started
         let table = ingest.endInterval(expireAfter: configuration.expireAfter)
         let (events, serviceChecks) = ingest.takeEvents()
-        let counts = ingest.counts
-        let drops = kernelDrops() &- kernelDropsAtStart
-        let outputDrops = output.output.droppedFlushes.load(ordering: .relaxed)
-        let refused = refusedConnections &+ UInt64(tcp.acceptFailures)
-        func counter(_ name: String, _ total: UInt64, _ previous: UInt64) -> InternalMetric {
-            InternalMetric(name: name, kind: .counter, value: Double(total &- previous), total: Double(total))
-        }
-        var metrics = [
-            counter("loopd.packets_received", counts.packets, reported.packets),
-            counter("loopd.lines_received", counts.lines, reported.lines),
-            counter("loopd.bad_lines", counts.badLines, reported.badLines),
-            counter("loopd.series_dropped", counts.droppedSeries, reported.droppedSeries),
-            counter("loopd.prometheus_labels_renamed", counts.renamedLabels, reported.renamedLabels),
-            counter(
-                "loopd.prometheus_negative_counter_values", counts.negativeCounterValues,
-                reported.negativeCounterValues),
-            counter("loopd.events_received", counts.events, reported.events),
-            counter("loopd.service_checks_received", counts.serviceChecks, reported.serviceChecks),
-            counter("loopd.events_dropped", counts.droppedEvents, reported.droppedEvents),
-            counter("loopd.timestamped_lines", counts.timestampedLines, reported.timestampedLines),
-            counter("loopd.udp_kernel_drops", drops, reportedKernelDrops),
-            counter("loopd.output_dropped_flushes", outputDrops, reportedOutputDrops),
-            counter("loopd.flushes_skipped", skippedFlushes, reportedSkippedFlushes),
-            counter("loopd.tcp_connections_refused", refused, reportedRefusedConnections),
-            InternalMetric(name: "loopd.series", kind: .gauge, value: Double(table.count)),
-            InternalMetric(name: "loopd.table_bytes", kind: .gauge, value: Double(table.storageBytes)),
-            InternalMetric(
-                name: "loopd.flush_duration_seconds", kind: .gauge,
-                value: Double(lastFlushNanoseconds.load(ordering: .relaxed)) / 1e9),
-        ]
+        var daemon = SelfMetrics.Daemon()
+        daemon.udpKernelDrops = kernelDrops() &- kernelDropsAtStart
+        daemon.outputDroppedFlushes = output.output.droppedFlushes.load(ordering: .relaxed)
+        daemon.skippedFlushes = skippedFlushes
+        daemon.tcpConnectionsRefused = refusedConnections &+ UInt64(tcp.acceptFailures)
+        daemon.flushDurationSeconds = Double(lastFlushNanoseconds.load(ordering: .relaxed)) / 1e9
         if let prometheus {
-            let total = prometheus.refusedConnections.load(ordering: .relaxed)
-            metrics.append(counter("loopd.prometheus_connections_refused", total, reportedPrometheusRefused))
-            reportedPrometheusRefused = total
-            metrics.append(
-                InternalMetric(
-                    name: "loopd.prometheus_series_left_out", kind: .gauge,
-                    value: Double(prometheusLeftOut.load(ordering: .relaxed))))
+            daemon.prometheus = (
+                prometheus.refusedConnections.load(ordering: .relaxed), prometheusLeftOut.load(ordering: .relaxed)
+            )
         }
-        if let graphite {
-            metrics.append(
-                counter("loopd.graphite_dropped_lines", graphite.droppedLines, graphite.reportedDroppedLines))
-            graphite.reportedDroppedLines = graphite.droppedLines
-        }
-        reported = counts
-        reportedKernelDrops = drops
-        reportedOutputDrops = outputDrops
-        reportedSkippedFlushes = skippedFlushes
-        reportedRefusedConnections = refused
+        daemon.graphiteDroppedLines = graphite?.droppedLines
+        let metrics = selfMetrics.report(ingest.counts, daemon, table: table)
         let flush = Flush(
             table: table, timestamp: Self.wallClock(), intervalSeconds: intervalSeconds,
             internalMetrics: metrics, events: events, serviceChecks: serviceChecks)
@@ -407,35 +366,16 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
 
     /// Reads what the UDP socket's buffer still holds, without waiting.
     private func drainUDP() {
-        let fd = udp.fileDescriptor
-        guard fd >= 0 else { return }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 8)
-        defer { buffer.deallocate() }
-        var drained = 0
-        while drained < 1_000_000 {
-            let received = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT | MSG_TRUNC))
-            guard received >= 0 else { break }
-            let truncated = received > buffer.count
-            ingest.ingest(
-                datagram: UnsafeRawBufferPointer(rebasing: buffer[0..<min(received, buffer.count)]),
-                truncated: truncated)
-            drained += 1
-        }
+        let drained = udp.drain { bytes, truncated in ingest.ingest(datagram: bytes, truncated: truncated) }
         if drained > 0 { logger.debug("read \(drained) datagrams left in the UDP buffer") }
         _ = kernelDrops()  // The final flush reports drops up to the close.
     }
 
-    /// The datagrams the kernel dropped on the UDP socket since it was opened
-    /// (`SO_MEMINFO`'s `SK_MEMINFO_DROPS`; 0 if the kernel does not say). Once the socket is
-    /// closed, the last count read (`drainUDP` reads it just before closing).
+    /// The datagrams the kernel dropped on the UDP socket since it was opened (0 if the kernel
+    /// does not say). Once the socket is closed, the last count read (`drainUDP` reads it just
+    /// before closing).
     private func kernelDrops() -> UInt64 {
-        let fd = udp.fileDescriptor
-        guard fd >= 0 else { return latestKernelDrops }
-        var info = [UInt32](repeating: 0, count: 9)  // SK_MEMINFO_VARS
-        var length = socklen_t(info.count * 4)
-        let soMeminfo: Int32 = 55
-        guard getsockopt(fd, SOL_SOCKET, soMeminfo, &info, &length) == 0, length >= 36 else { return 0 }
-        latestKernelDrops = UInt64(info[8])  // SK_MEMINFO_DROPS
+        if let drops = udp.kernelDrops { latestKernelDrops = drops }
         return latestKernelDrops
     }
 

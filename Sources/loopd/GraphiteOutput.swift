@@ -40,9 +40,8 @@ final class GraphiteOutput: @unchecked Sendable {  // Mutable state is confined 
     private var failures = 0
     private var finishing: (() -> Void)?
     private var closed = false
-    /// Lines dropped from the queue since start, and as of the last flush report.
+    /// Lines dropped from the queue since start.
     private(set) var droppedLines: UInt64 = 0
-    var reportedDroppedLines: UInt64 = 0
 
     init(
         to endpoint: Daemon.Endpoint, on loop: EventLoop, scheduler: LoopScheduler, maxQueuedBytes: Int,

@@ -89,6 +89,46 @@ struct SignalTests {
 
 @Suite("UDP on the loop")
 struct UDPTests {
+    /// Runs `body` on `loop`'s thread and returns what it returns.
+    func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T) -> T? {
+        let result = Box<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        _ = loop.execute {
+            result.value = body()
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 10)
+        return result.value
+    }
+
+    @Test func drainReadsWhatTheKernelHoldsAndTheDropsAreCounted() throws {
+        try withLoop { loop in
+            // The smallest buffer the kernel grants holds a few datagrams: the rest are dropped.
+            let socket = try UDPSocket(
+                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 1)
+            #expect(onLoop(loop) { socket.kernelDrops } == 0)
+            sendRawDatagrams(to: socket.localAddress.port, count: 500)
+            let drained = onLoop(loop) { () -> [String] in
+                var seen: [String] = []
+                _ = socket.drain { bytes, truncated in
+                    seen.append(String(decoding: bytes, as: UTF8.self) + "\(truncated)")
+                }
+                return seen
+            }
+            let kept = try #require(drained)
+            #expect(!kept.isEmpty && kept.allSatisfy { $0 == "xfalse" })
+            let drops = try #require(onLoop(loop) { socket.kernelDrops })
+            #expect(drops == UInt64(500 - kept.count), "every datagram is either read or counted as dropped")
+            #expect(onLoop(loop) { socket.drain { _, _ in } } == 0, "nothing left")
+            // A limit: no more than asked.
+            sendRawDatagrams(to: socket.localAddress.port, count: 3)
+            #expect(onLoop(loop) { socket.drain(limit: 2) { _, _ in } } == 2)
+            socket.close()
+            #expect(onLoop(loop) { socket.kernelDrops.map { _ in "open" } ?? "closed" } == "closed")
+            #expect(onLoop(loop) { socket.drain { _, _ in } } == 0)
+        }
+    }
+
     @Test(arguments: ["127.0.0.1", "::1"])
     func datagramsRoundTripWithTheirSender(host: String) throws {
         try withLoop { loop in
