@@ -104,8 +104,10 @@ extension Substring {
 ///   before it. **Labels** (see `labelName(_:)`): tag names likewise, `le` and `quantile`
 ///   prefixed with `_`.
 /// - **Collisions**: a family takes its name and the names of its samples (`_bucket`, `_sum`,
-///   `_count`). A series whose family name another type already holds, or whose name and labels
-///   repeat a series already shown, is left out and counted: `render(_:_:)` returns the number.
+///   `_count`). A series whose name and labels, once cleaned, are those of a series shown is
+///   merged into it if both are counters or histograms of one unit (`a.b` and `a-b`: the counts
+///   add up); otherwise, and when its family name another type holds, it is left out.
+///   `render(_:_:)` returns both numbers.
 ///
 /// Confined to one thread at a time (loopd's flush queue): `render` mutates.
 ///
@@ -137,11 +139,14 @@ public final class PrometheusExposition {
         }
     }
 
-    /// The flush as an exposition, and the number of series left out of it: those whose name a
-    /// family of another type holds, and those whose name and labels repeat a series shown.
+    /// The flush as an exposition; the number of series left out of it (those whose name a
+    /// family of another type holds, and those whose name and labels repeat a series shown and
+    /// cannot be merged into it); and the number merged into a series shown (counters, and
+    /// histograms of one unit, whose name and labels meet once cleaned: their counts and sums
+    /// add up).
     ///
     /// - Precondition: `summaries` come from `flush.summaries(bucketBounds: options.bucketBounds)`.
-    public func render(_ flush: Flush, _ summaries: [Summary]) -> (bytes: [UInt8], leftOut: Int) {
+    public func render(_ flush: Flush, _ summaries: [Summary]) -> (bytes: [UInt8], leftOut: Int, merged: Int) {
         let bounds = options.bucketBounds
         if !bounds.isEmpty { accumulate(flush, summaries, bounds.count) }
 
@@ -153,6 +158,12 @@ public final class PrometheusExposition {
             var metric: InternalMetric?
             var sourceName: ArraySlice<UInt8>
             var kind: MetricKind
+            /// Counters and histograms: the count since creation, and for histograms the sum
+            /// (in the unit shown) and the cumulative buckets, with those of the series merged
+            /// into this one added.
+            var total = 0.0
+            var sum = 0.0
+            var buckets: [Double] = []
         }
         var entries = [Entry]()
         entries.reserveCapacity(summaries.count + flush.internalMetrics.count)
@@ -160,11 +171,15 @@ public final class PrometheusExposition {
             let family = self.family(summary.kind)
             let source = flush.name(summary.series)
             let name = PrometheusFormat.familyName(source, summary.kind, family)
-            entries.append(
-                Entry(
-                    name: name, family: family,
-                    labels: PrometheusFormat.labels(flush.tags(summary.series)).labels, summary: summary,
-                    metric: nil, sourceName: source, kind: summary.kind))
+            var entry = Entry(
+                name: name, family: family, labels: PrometheusFormat.labels(flush.tags(summary.series)).labels,
+                summary: summary, metric: nil, sourceName: source, kind: summary.kind)
+            entry.total = summary.total
+            // Timers are sent in milliseconds and shown in seconds (divided: 70 / 1000 is 0.07,
+            // where 70 * 0.001 is not).
+            entry.sum = summary.totalSum / (summary.kind == .timer ? 1000 : 1)
+            if family == .histogram { entry.buckets = cumulative[Array(flush.table.key(summary.series))] ?? [] }
+            entries.append(entry)
         }
         for metric in flush.internalMetrics {
             let family = self.family(metric.kind)
@@ -176,24 +191,54 @@ public final class PrometheusExposition {
         }
         // One family per name: the first series of a name decides its type, and a family's
         // sample names (`_bucket`, `_sum`, `_count`) are its names too. A series with the name
-        // and labels of one already kept (names and labels can meet once cleaned) would repeat
-        // it: it is left out.
+        // and labels of one already kept (names and labels can meet once cleaned) is merged
+        // into it if both are counters, or histograms of one unit (counts and sums add up);
+        // otherwise it would repeat it, and it is left out.
         var owners = [[UInt8]: [UInt8]]()  // A sample's name → the family's name.
         var families = [[UInt8]: Family]()
-        var kept = Set<[UInt8]>()
-        let offered = entries.count
-        entries = entries.filter { entry in
+        var kept = [[UInt8]: Int]()  // Name and labels → index in `shown`.
+        var shown = [Entry]()
+        shown.reserveCapacity(entries.count)
+        var leftOut = 0
+        var merged = 0
+        for entry in entries {
             if let owner = families[entry.name] {
-                guard owner == entry.family else { return false }
+                guard owner == entry.family else {
+                    leftOut += 1
+                    continue
+                }
             } else {
                 let taken = PrometheusFormat.sampleNames(entry.name, entry.family)
-                guard taken.allSatisfy({ owners[$0] == nil }) else { return false }
+                guard taken.allSatisfy({ owners[$0] == nil }) else {
+                    leftOut += 1
+                    continue
+                }
                 families[entry.name] = entry.family
                 for name in taken { owners[name] = entry.name }
             }
-            return kept.insert(entry.name + [UInt8(ascii: "{")] + entry.labels).inserted
+            let key = entry.name + [UInt8(ascii: "{")] + entry.labels
+            guard let index = kept[key] else {
+                kept[key] = shown.count
+                shown.append(entry)
+                continue
+            }
+            let first = shown[index]
+            let mergeable =
+                first.metric == nil && entry.metric == nil
+                && (entry.family == .counter
+                    || (entry.family == .histogram && (first.kind == .timer) == (entry.kind == .timer)))
+            guard mergeable else {
+                leftOut += 1
+                continue
+            }
+            shown[index].total += entry.total
+            shown[index].sum += entry.sum
+            for bucket in shown[index].buckets.indices where bucket < entry.buckets.count {
+                shown[index].buckets[bucket] += entry.buckets[bucket]
+            }
+            merged += 1
         }
-        let leftOut = offered - entries.count
+        entries = shown
         // Group each name's series together, in first-seen order of names.
         var order = [[UInt8]: Int]()
         for entry in entries where order[entry.name] == nil { order[entry.name] = order.count }
@@ -239,24 +284,21 @@ public final class PrometheusExposition {
                 continue
             }
             let summary = entry.summary!
-            // Timers are sent in milliseconds and shown in seconds (divided: 70 / 1000 is 0.07,
-            // where 70 * 0.001 is not).
             let unit = summary.kind == .timer ? 1000.0 : 1
             switch entry.family {
-            case .counter: sample("", nil, summary.total)
+            case .counter: sample("", nil, entry.total)
             case .gauge: sample("", nil, summary.value)
             case .histogram:
-                let counts = cumulative[Array(flush.table.key(summary.series))] ?? []
-                for (bound, count) in zip(bounds, counts) {
+                for (bound, count) in zip(bounds, entry.buckets) {
                     var label = Array("le=\"".utf8)
                     label.append(number: bound)
                     label.append(UInt8(ascii: "\""))
                     // Never above `+Inf` (the count), which the rounding of sums could cross.
-                    sample("_bucket", label, Swift.min(count, summary.total))
+                    sample("_bucket", label, Swift.min(count, entry.total))
                 }
-                sample("_bucket", Array("le=\"+Inf\"".utf8), summary.total)
-                sample("_sum", nil, summary.totalSum / unit)
-                sample("_count", nil, summary.total)
+                sample("_bucket", Array("le=\"+Inf\"".utf8), entry.total)
+                sample("_sum", nil, entry.sum)
+                sample("_count", nil, entry.total)
             case .summary:
                 // An interval without samples has no quantiles: they are left out (a summary
                 // may have none), never shown as NaN.
@@ -271,7 +313,7 @@ public final class PrometheusExposition {
                 sample("_count", nil, summary.total)
             }
         }
-        return (out, leftOut)
+        return (out, leftOut, merged)
     }
 
     /// Adds the interval's bucket counts to each sampled series' and forgets the series the
@@ -341,7 +383,7 @@ public enum PrometheusFormat {
     /// out (see `PrometheusExposition.render(_:_:)`).
     public static func exposition(
         _ flush: Flush, _ summaries: [Summary], options: PrometheusOptions = PrometheusOptions()
-    ) -> (bytes: [UInt8], leftOut: Int) {
+    ) -> (bytes: [UInt8], leftOut: Int, merged: Int) {
         let renderer = PrometheusExposition(options: options)
         if !options.bucketBounds.isEmpty && summaries.contains(where: { $0.stats != nil && $0.buckets.isEmpty }) {
             return renderer.render(flush, flush.summaries(bucketBounds: options.bucketBounds))

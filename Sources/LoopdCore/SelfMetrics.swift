@@ -18,8 +18,8 @@ public struct SelfMetrics {
         /// The previous flush's duration, in seconds.
         public var flushDurationSeconds = 0.0
         /// With `--prometheus`: clients disconnected at once, and the series the last
-        /// exposition left out.
-        public var prometheus: (connectionsRefused: UInt64, seriesLeftOut: Int)?
+        /// exposition left out and merged into others.
+        public var prometheus: (connectionsRefused: UInt64, seriesLeftOut: Int, seriesMerged: Int)?
         /// With `--graphite`: lines dropped from its queue.
         public var graphiteDroppedLines: UInt64?
 
@@ -32,6 +32,7 @@ public struct SelfMetrics {
                 && lhs.flushDurationSeconds == rhs.flushDurationSeconds
                 && lhs.prometheus?.connectionsRefused == rhs.prometheus?.connectionsRefused
                 && lhs.prometheus?.seriesLeftOut == rhs.prometheus?.seriesLeftOut
+                && lhs.prometheus?.seriesMerged == rhs.prometheus?.seriesMerged
                 && lhs.graphiteDroppedLines == rhs.graphiteDroppedLines
         }
     }
@@ -76,6 +77,7 @@ public struct SelfMetrics {
         if let prometheus = daemon.prometheus {
             counter("loopd.prometheus_connections_refused", prometheus.connectionsRefused)
             gauge("loopd.prometheus_series_left_out", Double(prometheus.seriesLeftOut))
+            gauge("loopd.prometheus_series_merged", Double(prometheus.seriesMerged))
         }
         if let dropped = daemon.graphiteDroppedLines { counter("loopd.graphite_dropped_lines", dropped) }
         return metrics

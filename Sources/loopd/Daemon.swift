@@ -84,6 +84,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     /// Series left out of the last Prometheus exposition (name or labels taken). Written by the
     /// flush queue, read on the loop.
     private let prometheusLeftOut = Atomic<Int>(0)
+    /// Series merged into another in the last Prometheus exposition. Flush queue → loop.
+    private let prometheusMerged = Atomic<Int>(0)
 
     /// Opens the output, the sockets and the outputs' connections; throws what cannot be
     /// opened, naming its flag.
@@ -294,7 +296,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         daemon.flushDurationSeconds = Double(lastFlushNanoseconds.load(ordering: .relaxed)) / 1e9
         if let prometheus {
             daemon.prometheus = (
-                prometheus.refusedConnections.load(ordering: .relaxed), prometheusLeftOut.load(ordering: .relaxed)
+                prometheus.refusedConnections.load(ordering: .relaxed), prometheusLeftOut.load(ordering: .relaxed),
+                prometheusMerged.load(ordering: .relaxed)
             )
         }
         daemon.graphiteDroppedLines = graphite?.droppedLines
@@ -313,6 +316,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
                 let exposition = prometheusExposition.render(flush, summaries)
                 prometheus.update(exposition.bytes)
                 prometheusLeftOut.store(exposition.leftOut, ordering: .relaxed)
+                prometheusMerged.store(exposition.merged, ordering: .relaxed)
             }
             let duration = DispatchTime.now().uptimeNanoseconds - started
             lastFlushNanoseconds.store(duration, ordering: .relaxed)

@@ -27,11 +27,12 @@ struct SelfMetricsTests {
         // The outputs' metrics appear only with the outputs.
         #expect(find(second, "loopd.prometheus_connections_refused") == nil)
         #expect(find(second, "loopd.graphite_dropped_lines") == nil)
-        daemon.prometheus = (connectionsRefused: 3, seriesLeftOut: 4)
+        daemon.prometheus = (connectionsRefused: 3, seriesLeftOut: 4, seriesMerged: 5)
         daemon.graphiteDroppedLines = 10
         first = metrics.report(ingest.counts, daemon, table: ingest.table)
         #expect(find(first, "loopd.prometheus_connections_refused")?.value == 3)
         #expect(find(first, "loopd.prometheus_series_left_out")?.value == 4)
+        #expect(find(first, "loopd.prometheus_series_merged")?.value == 5)
         #expect(find(first, "loopd.graphite_dropped_lines")?.value == 10)
     }
 
@@ -47,7 +48,7 @@ struct SelfMetricsTests {
         }
         var metrics = SelfMetrics()
         var daemon = SelfMetrics.Daemon()
-        daemon.prometheus = (0, 0)
+        daemon.prometheus = (0, 0, 0)
         daemon.graphiteDroppedLines = 0
         let reported = metrics.report(Ingest.Counts(), daemon, table: SeriesTable(maxSeries: 1))
         #expect(Set(reported.map(\.name)) == Set(documented.keys))
