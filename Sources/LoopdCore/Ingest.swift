@@ -123,7 +123,14 @@ public final class Ingest {
     /// Records an event or a service check, if the line is one (it starts with `_e{` or `_sc|`);
     /// returns false for other lines.
     private func ingestDogStatsD(_ line: UnsafeRawBufferPointer) -> Bool {
-        if DogStatsDEvent.isEvent(line) {
+        let isEvent = DogStatsDEvent.isEvent(line)
+        guard isEvent || DogStatsDServiceCheck.isServiceCheck(line) else { return false }
+        // Kept until the flush: bounded in length as a metric line is.
+        guard line.count <= parser.maxLineLength else {
+            reject(.tooLong, line, counted: true)
+            return true
+        }
+        if isEvent {
             guard let event = DogStatsDEvent.parse(line) else {
                 reject(.badEvent, line, counted: true)
                 return true
@@ -132,20 +139,17 @@ public final class Ingest {
             if events.count < Self.maxEventsPerInterval { events.append(event) } else { counts.droppedEvents &+= 1 }
             return true
         }
-        if DogStatsDServiceCheck.isServiceCheck(line) {
-            guard let check = DogStatsDServiceCheck.parse(line) else {
-                reject(.badServiceCheck, line, counted: true)
-                return true
-            }
-            counts.serviceChecks &+= 1
-            if serviceChecks.count < Self.maxEventsPerInterval {
-                serviceChecks.append(check)
-            } else {
-                counts.droppedEvents &+= 1
-            }
+        guard let check = DogStatsDServiceCheck.parse(line) else {
+            reject(.badServiceCheck, line, counted: true)
             return true
         }
-        return false
+        counts.serviceChecks &+= 1
+        if serviceChecks.count < Self.maxEventsPerInterval {
+            serviceChecks.append(check)
+        } else {
+            counts.droppedEvents &+= 1
+        }
+        return true
     }
 
     /// Hands over the interval's events and service checks, and starts the next interval's.

@@ -74,6 +74,17 @@ struct DogStatsDEventsTests {
         #expect(ingest.takeEvents().events.isEmpty, "taken once")
     }
 
+    @Test func anEventLongerThanALineIsRefusedAsOne() {
+        let ingest = Ingest(maxLineLength: 64, maxSeries: 100)
+        var reasons: [LineError] = []
+        ingest.onBadLine = { reason, _ in reasons.append(reason) }
+        let text = String(repeating: "x", count: 100)
+        feed(ingest, "_e{1,100}:t|\(text)\n_sc|c|0|m:\(text)\n_e{1,1}:t|x")
+        #expect(reasons == [.tooLong, .tooLong])
+        #expect(ingest.counts.events == 1 && ingest.counts.serviceChecks == 0 && ingest.counts.badLines == 2)
+        #expect(ingest.takeEvents().events.map(\.text) == ["x"])
+    }
+
     @Test func eachIntervalKeepsABoundedNumberAndCountsTheRest() {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         let limit = Ingest.maxEventsPerInterval

@@ -1,10 +1,17 @@
+import CLibUV
 import Foundation
 import ReactiveLoop
 import ReactiveLoopTestSupport
-import ReactiveLoopUV
+@testable import ReactiveLoopUV
 import Testing
 
-@Suite("Name resolution")
+/// Holds libuv's thread pool busy (see `aLoopThatStopsInterruptsAResolutionInFlight`).
+let threadPoolGate = DispatchSemaphore(value: 0)
+/// More work items than the thread pool has threads.
+let threadPoolBlockers = 64
+
+/// Serialized: one test holds libuv's thread pool, which every resolution needs.
+@Suite("Name resolution", .serialized)
 struct ResolveTests {
     func events<Value>(_ producer: SignalProducer<Value, UVError>) -> [Signal<Value, UVError>.Event] {
         runEvents(producer, seconds: 30)
@@ -69,6 +76,12 @@ struct ResolveTests {
         let seen = Box<[String]>([])
         let started = DispatchSemaphore(value: 0)
         _ = loop.execute {
+            // libuv's thread pool (4 threads unless UV_THREADPOOL_SIZE says otherwise) is kept
+            // busy, so the resolution waits in its queue until the loop has stopped.
+            for _ in 0..<threadPoolBlockers {
+                let work = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
+                uv_queue_work(loop.uvLoop, work, { _ in threadPoolGate.wait() }, { work, _ in work!.deallocate() })
+            }
             SocketAddress.resolve(host: "localhost", port: 1, on: loop).start { event in
                 seen.modify { $0.append(Self.name(event)) }
             }
@@ -76,9 +89,11 @@ struct ResolveTests {
             started.signal()
         }
         started.wait()
+        Thread.sleep(forTimeInterval: 0.2)
+        for _ in 0..<threadPoolBlockers { threadPoolGate.signal() }
         loop.waitUntilStopped()
         #expect(loop.closeStatus == 0)
-        #expect(seen.value.count == 1 && seen.value[0] == "interrupted", "\(seen.value)")
+        #expect(seen.value == ["interrupted"])
     }
 
     @Test func connectingToAHostNameTriesItsAddressesInTurn() throws {
