@@ -82,6 +82,8 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
         var requestLine: ReceivedBytes?
         var lines = 0
         var counted = true
+        // Set once the request is read: the response's own completion closes the connection.
+        var answering = false
         // Closes the connection and frees its place, once.
         let finish = { [self] in
             connection.close()
@@ -92,8 +94,12 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
         let run = SerialDisposable()
         run.inner = connection.lineBytes(maxLength: 8192).start { [self] event in
             guard case let .value(line) = event else {
-                // The connection ended (closed, reset, timed out, or a line too long).
-                return finish()
+                // The connection ended (closed, reset, timed out, or a line too long), or the
+                // read was stopped to answer: that `interrupted` comes after the answer's writes
+                // were queued, and closing then would cut a body larger than the socket's
+                // buffer.
+                if !answering { finish() }
+                return
             }
             lines += 1
             guard lines <= Self.maxHeaderLines else {
@@ -106,6 +112,7 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
             }
             guard line.isEmpty else { return }  // A header; the request ends at an empty line.
             deadline?.dispose()
+            answering = true
             run.dispose()
             respond(to: String(decoding: requestLine!, as: UTF8.self), on: connection, then: finish)
         }

@@ -1,3 +1,6 @@
+import Foundation
+import Logging
+import ReactiveLoop
 import ReactiveLoopUV
 import Testing
 
@@ -40,6 +43,34 @@ struct PrometheusEndpointTests {
         #expect(missing.head.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
         #expect(missing.body == "loopd serves /metrics, /-/healthy and /-/ready\n")
         #expect(Self.answer("GET", nil).head.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
+    }
+
+    @Test func aBodyLargerThanTheSocketsBufferArrivesWhole() throws {
+        let loop = try EventLoop.startOnNewThread()
+        defer {
+            loop.stop()
+            loop.waitUntilStopped()
+        }
+        let endpoint = try PrometheusEndpoint(
+            at: SocketAddress(host: "127.0.0.1", port: 0), on: loop, scheduler: LoopScheduler(loop: loop),
+            logger: Logger(label: "test"))
+        // 16 MiB: four times the most a socket's send buffer holds here (tcp_wmem's maximum).
+        var body = [UInt8](repeating: UInt8(ascii: "x"), count: 16 << 20)
+        body[body.count - 1] = UInt8(ascii: "\n")
+        endpoint.update(body)
+        _ = loop.execute { endpoint.start() }
+        for client in 0..<2 {
+            let connection = try TCPClient(port: endpoint.address.port)
+            connection.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            let (received, closed) = connection.readToEnd(seconds: 30)
+            let head = try #require(received.firstRange(of: Array("\r\n\r\n".utf8)), "client \(client)")
+            #expect(closed)
+            #expect(received.count - head.upperBound == body.count, "client \(client): the whole body")
+            #expect(
+                String(decoding: received[..<head.lowerBound], as: UTF8.self).contains(
+                    "Content-Length: \(body.count)"))
+        }
+        endpoint.close()
     }
 
     @Test func aListenerAddressWithoutHostListensOnEveryIPv4Interface() throws {
