@@ -438,9 +438,10 @@ public enum PrometheusFormat {
     ///    first word that is a non-base unit, to the word after it; a first word loses the
     ///    underscores before it, `_ms` → `ms`). So is a last word the
     ///    family's type reserves for others: `total` on a gauge, histogram or summary, `count`
-    ///    and `sum` on a gauge, `bucket` on a gauge or summary.
-    /// 4. The unit and type suffix: `_seconds` on a timer, `_total` on a counter, unless the last
-    ///    word already is that one.
+    ///    and `sum` on a gauge, `bucket` on a gauge or summary (alone, it loses the underscores
+    ///    before it: `_count` is `count`).
+    /// 4. The unit and type suffix: `_seconds` on a timer, `_total` on a counter, unless the name
+    ///    already ends so (`total` is `total_total`).
     /// 5. A name that starts with a digit gets a `_` before it; an empty one is `_`.
     ///
     /// Only a name whose only word is a non-base unit (`minutes`) keeps a lint warning.
@@ -499,9 +500,13 @@ public enum PrometheusFormat {
         case .histogram: reserved = ["total"]
         case .summary: reserved = ["total", "bucket"]
         }
-        if joined.count > 1, let last = joined.last, reserved.contains(where: { last.text.elementsEqual($0.utf8) }) {
-            joined.removeLast()
-            joined[joined.count - 1].text += last.text
+        if let last = joined.last, reserved.contains(where: { last.text.elementsEqual($0.utf8) }) {
+            if joined.count > 1 {
+                joined.removeLast()
+                joined[joined.count - 1].text += last.text
+            } else {
+                joined[0].separator = 0  // `_total` alone is `total`.
+            }
         }
         var name = [UInt8]()
         name.reserveCapacity(cleaned.count + 8)
@@ -510,12 +515,8 @@ public enum PrometheusFormat {
             name.append(contentsOf: word.text)
         }
         // 4. Suffixes.
-        let lastWord = joined.last?.text ?? []
-        if kind == .timer && !lastWord.elementsEqual("seconds".utf8) {
-            name.append(string: "_seconds")
-        } else if family == .counter && !lastWord.elementsEqual("total".utf8) {
-            name.append(string: "_total")
-        }
+        let suffix = kind == .timer ? "_seconds" : family == .counter ? "_total" : ""
+        if !name.reversed().starts(with: suffix.utf8.reversed()) { name.append(string: suffix) }
         // 5. The first byte.
         if let first = name.first, first &- 48 < 10 { name.insert(UInt8(ascii: "_"), at: 0) }
         return name.isEmpty ? [UInt8(ascii: "_")] : name

@@ -78,8 +78,9 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
     /// A line whose values, finite themselves, would make its series' value or one of its totals
     /// infinite or NaN (`1e308|c` twice, or `1|ms|@1e-320`); reported by `Ingest`, not the parser.
     case nonFinite
-    /// A name starting with `loopd.`, which names the daemon's own metrics: a client cannot
-    /// forge or hide them.
+    /// A name that an output would show as one of the daemon's own metrics (`loopd.x`,
+    /// `loopd_x`, `LOOPD-x`, `.loopd.x`; see `StatsDParser.isReserved`): a client cannot forge
+    /// or hide them.
     case reservedName
     /// A TCP line without its `\n` when the client closed the connection or it failed: it may
     /// be cut short, so it is not recorded; reported by loopd, not the parser.
@@ -104,7 +105,7 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
         case .tooLong: "line too long"
         case .tooManyTags: "more than \(StatsDParser.maxTags) tags"
         case .nonFinite: "would make the series' value or a total infinite or NaN"
-        case .reservedName: "names starting with 'loopd.' are loopd's own metrics"
+        case .reservedName: "names that an output would show as loopd.* or loopd_* are loopd's own metrics"
         case .unterminated: "a TCP line without its newline when the connection ended"
         case .badEvent: "malformed DogStatsD event"
         case .badServiceCheck: "malformed DogStatsD service check"
@@ -194,8 +195,8 @@ public struct StatsDParser {
         // The name runs to the first ':'; the values, to the first '|'.
         let colon = index(of: UInt8(ascii: ":"), in: line, from: 0, to: end)
         guard colon > 0 else { return .emptyName }
-        if colon >= 6 && line[0] == UInt8(ascii: "l") && line[1] == UInt8(ascii: "o") && line[2] == UInt8(ascii: "o")
-            && line[3] == UInt8(ascii: "p") && line[4] == UInt8(ascii: "d") && line[5] == UInt8(ascii: ".")
+        if (line[0] | 0x20 == UInt8(ascii: "l") || line[0] == UInt8(ascii: "."))
+            && Self.isReserved(line, nameEnd: colon)
         {
             return .reservedName
         }
@@ -261,6 +262,25 @@ public struct StatsDParser {
 
         buildKey(line, name: 0..<colon)
         return nil
+    }
+
+    /// Whether a name is one that an output would show as one of loopd's own (`loopd.*` in
+    /// JSON and Graphite, `loopd_*` in Prometheus): after any leading dots (Graphite drops
+    /// them), `loopd` in any case, then a byte that the outputs' cleaning turns into a
+    /// separator: not a lower-case letter or a digit, and not an upper-case letter after an
+    /// upper-case `D` (`loopd.x`, `loopd_x`, `LOOPD-x`, `loopdX`; not `loopd`, `loopdx`,
+    /// `LOOPDX`).
+    static func isReserved(_ line: UnsafeRawBufferPointer, nameEnd: Int) -> Bool {
+        var start = 0
+        while start < nameEnd && line[start] == UInt8(ascii: ".") { start += 1 }
+        guard nameEnd - start > 5 else { return false }
+        for (offset, letter) in "loopd".utf8.enumerated() where line[start + offset] | 0x20 != letter { return false }
+        let next = line[start + 5]
+        switch next {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return false
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return line[start + 4] == UInt8(ascii: "d")
+        default: return true
+        }
     }
 
     // MARK: The key

@@ -128,12 +128,48 @@ struct PrometheusFormatTests {
             ("a:c", .gauge, "a_c"),
             ("", .gauge, "_"),
             ("ünï", .gauge, "__n__"),
+            ("total", .counter, "total_total"),
+            ("_total", .gauge, "total"),
+            ("_count", .gauge, "count"),
+            ("__bucket", .gauge, "bucket"),
+            ("Total", .counter, "total_total"),
         ]
         for (source, kind, expected) in cases {
             let family = PrometheusExposition().family(kind)
             let name = String(
                 decoding: PrometheusFormat.familyName(ArraySlice(source.utf8), kind, family), as: UTF8.self)
             #expect(name == expected, "\(source) as \(kind)")
+        }
+    }
+
+    @Test func randomHostileNamesPassTheLinterInBothTimerForms() throws {
+        // Names made of the words and bytes the linter and the cleaning care about.
+        let pieces = [
+            "total", "count", "sum", "bucket", "seconds", "ms", "kb", "s", "counter", "gauge", "histogram", "summary",
+            "le", "quantile", "A", "b", "x", "9", "_", ".", "-", ":", "é", "Ms", "__",
+        ]
+        // A linear congruential generator: the same names every run.
+        var state: UInt64 = 42
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        for timers in PrometheusOptions.Timers.allCases {
+            let ingest = Ingest(maxLineLength: 1024, maxSeries: 100_000)
+            var lines: [String] = []
+            for index in 0..<3000 {
+                let name = (0...next(4)).map { _ in pieces[next(pieces.count)] }.joined()
+                let kind = ["c", "g", "ms", "h", "d", "s"][index % 6]
+                lines.append("\(name):1|\(kind)|#\(pieces[next(pieces.count)]):v")
+            }
+            feed(ingest, lines.joined(separator: "\n"))
+            let renderer = PrometheusExposition(options: PrometheusOptions(timers: timers))
+            let flush = flush(ingest)
+            let text = String(
+                decoding: renderer.render(flush, flush.summaries(bucketBounds: renderer.options.bucketBounds)).bytes,
+                as: UTF8.self)
+            _ = try PrometheusText.parse(text)
+            #expect(PrometheusText.lint(text) == [], "\(timers)")
         }
     }
 

@@ -165,13 +165,18 @@ struct StatsDParserTests {
         #expect(large < 20 * small, "\(small) comparisons for 200 tags, \(large) for 2,000")
     }
 
-    @Test func namesStartingWithLoopdDotAreReservedForLoopdsOwnMetrics() {
+    @Test func namesAnOutputWouldShowAsLoopdsOwnAreReserved() {
         var parser = StatsDParser(maxLineLength: 1024)
-        #expect(parse(&parser, "loopd.bad_lines:1000|c") == .reservedName)
-        #expect(parse(&parser, "loopd.series:99999|g") == .reservedName)
-        #expect(parse(&parser, "loopd:1|c") == nil)
-        #expect(parse(&parser, "loopdx.y:1|c") == nil)
-        #expect(parse(&parser, "app.loopd.y:1|c") == nil)
+        // Each is loopd.* in JSON or Graphite, or loopd_* in Prometheus, once cleaned.
+        for name in [
+            "loopd.bad_lines", "loopd.series", "loopd_series", "loopd-series", "LOOPD.series", "Loopd_x", "loopdSeries",
+            ".loopd.series", "..loopd.x", "loopd/x", "loopd x", "loopdé",
+        ] {
+            #expect(parse(&parser, "\(name):1|c") == .reservedName, "\(name)")
+        }
+        for name in ["loopd", "loopdx.y", "LOOPDX.y", "loopd9", "app.loopd.y", "_loopd_x", "loop.d"] {
+            #expect(parse(&parser, "\(name):1|c") == nil, "\(name)")
+        }
     }
 
 }
