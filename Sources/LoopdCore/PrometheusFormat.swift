@@ -118,7 +118,56 @@ public final class PrometheusExposition {
     public let options: PrometheusOptions
     /// Histograms: each sampled series' cumulative bucket counts (without `+Inf`, which is its
     /// `_count`), by canonical key.
-    private var cumulative: [[UInt8]: [Double]] = [:]
+    private var cumulative: [[UInt8]: (total: Double, buckets: [Double])] = [:]
+    /// Counters and histograms shown that merge several series, by name and labels: what each
+    /// of their series counted at the last flush, and what series gone from them had counted.
+    private var shown: [[UInt8]: Shown] = [:]
+
+    /// A counter's or histogram's numbers: its count, its sum and its cumulative buckets.
+    struct Counted {
+        var total = 0.0
+        var sum = 0.0
+        var buckets: [Double] = []
+
+        static func += (lhs: inout Counted, rhs: Counted) {
+            lhs.total += rhs.total
+            lhs.sum += rhs.sum
+            if lhs.buckets.isEmpty { lhs.buckets = [Double](repeating: 0, count: rhs.buckets.count) }
+            for index in lhs.buckets.indices where index < rhs.buckets.count {
+                lhs.buckets[index] += rhs.buckets[index]
+            }
+        }
+
+        var isFinite: Bool { total.isFinite && sum.isFinite }
+    }
+
+    /// A counter or histogram shown: its series (canonical key → what it had counted), and what
+    /// series that have left it (expired, or expired and created again) had counted, which it
+    /// keeps showing so that it never goes down.
+    struct Shown {
+        var series: [[UInt8]: Counted] = [:]
+        var gone = Counted()
+
+        /// What to show for `series` now, and the state for the next flush.
+        static func next(_ previous: Shown?, _ series: [([UInt8], Counted)]) -> (Counted, Shown) {
+            var state = Shown()
+            state.gone = previous?.gone ?? Counted()
+            for (key, counted) in series { state.series[key] = counted }
+            for (key, counted) in previous?.series ?? [:] {
+                // A series counts up while it lives: less means it left and came back.
+                if let now = state.series[key], now.total >= counted.total { continue }
+                state.gone += counted
+            }
+            var total = state.gone
+            for (_, counted) in series { total += counted }
+            // Past the largest number, start again from what the series count.
+            guard total.isFinite else {
+                state.gone = Counted()
+                return (series.reduce(into: Counted()) { $0 += $1.1 }, state)
+            }
+            return (total, state)
+        }
+    }
 
     /// A renderer with no histogram counts yet.
     public init(options: PrometheusOptions = PrometheusOptions()) {
@@ -178,7 +227,9 @@ public final class PrometheusExposition {
             // Timers are sent in milliseconds and shown in seconds (divided: 70 / 1000 is 0.07,
             // where 70 * 0.001 is not).
             entry.sum = summary.totalSum / (summary.kind == .timer ? 1000 : 1)
-            if family == .histogram { entry.buckets = cumulative[Array(flush.table.key(summary.series))] ?? [] }
+            if family == .histogram {
+                entry.buckets = cumulative[Array(flush.table.key(summary.series))]?.buckets ?? []
+            }
             entries.append(entry)
         }
         for metric in flush.internalMetrics {
@@ -199,6 +250,8 @@ public final class PrometheusExposition {
         var kept = [[UInt8]: Int]()  // Name and labels → index in `shown`.
         var shown = [Entry]()
         shown.reserveCapacity(entries.count)
+        var parts = [[([UInt8], Counted)]]()  // Each shown entry's counters or histograms.
+        parts.reserveCapacity(entries.count)
         var leftOut = 0
         var merged = 0
         for entry in entries {
@@ -217,9 +270,18 @@ public final class PrometheusExposition {
                 for name in taken { owners[name] = entry.name }
             }
             let key = entry.name + [UInt8(ascii: "{")] + entry.labels
+            // The series' own numbers, for those that never go down.
+            let counted =
+                entry.metric == nil && (entry.family == .counter || entry.family == .histogram)
+                ? (
+                    Array(flush.table.key(entry.summary!.series)),
+                    Counted(total: entry.total, sum: entry.sum, buckets: entry.buckets)
+                )
+                : nil
             guard let index = kept[key] else {
                 kept[key] = shown.count
                 shown.append(entry)
+                parts.append(counted.map { [$0] } ?? [])
                 continue
             }
             let first = shown[index]
@@ -227,17 +289,30 @@ public final class PrometheusExposition {
                 first.metric == nil && entry.metric == nil
                 && (entry.family == .counter
                     || (entry.family == .histogram && (first.kind == .timer) == (entry.kind == .timer)))
-            guard mergeable else {
+            // A merge must keep every number finite, as each series' are.
+            guard mergeable, (first.total + entry.total).isFinite, (first.sum + entry.sum).isFinite else {
                 leftOut += 1
                 continue
             }
             shown[index].total += entry.total
             shown[index].sum += entry.sum
-            for bucket in shown[index].buckets.indices where bucket < entry.buckets.count {
-                shown[index].buckets[bucket] += entry.buckets[bucket]
-            }
+            if let counted { parts[index].append(counted) }
             merged += 1
         }
+        // Counters and histograms never go down while shown: when a series merged into one
+        // expires, what it had counted stays counted, until the one shown goes too.
+        // Only merged ones keep a state: a lone series that expires starts again from zero, a
+        // restart Prometheus knows.
+        var nextShown = [[UInt8]: Shown]()
+        for index in shown.indices where !parts[index].isEmpty {
+            let key = shown[index].name + [UInt8(ascii: "{")] + shown[index].labels
+            let previous = self.shown[key]
+            guard parts[index].count > 1 || previous != nil else { continue }
+            let (total, state) = Shown.next(previous, parts[index])
+            (shown[index].total, shown[index].sum, shown[index].buckets) = (total.total, total.sum, total.buckets)
+            if state.series.count > 1 || state.gone.total > 0 { nextShown[key] = state }
+        }
+        self.shown = nextShown
         entries = shown
         // Group each name's series together, in first-seen order of names.
         var order = [[UInt8]: Int]()
@@ -319,10 +394,14 @@ public final class PrometheusExposition {
     /// Adds the interval's bucket counts to each sampled series' and forgets the series the
     /// table no longer holds.
     private func accumulate(_ flush: Flush, _ summaries: [Summary], _ bucketCount: Int) {
-        var next = [[UInt8]: [Double]](minimumCapacity: cumulative.count)
+        var next = [[UInt8]: (total: Double, buckets: [Double])](minimumCapacity: cumulative.count)
         for summary in summaries where summary.kind.isSampled {
             let key = Array(flush.table.key(summary.series))
-            var counts = cumulative[key] ?? [Double](repeating: 0, count: bucketCount)
+            // A count below the last one is a series created anew (it expired): its buckets
+            // start again too.
+            var counts =
+                cumulative[key].flatMap { $0.total <= summary.total ? $0.buckets : nil }
+                ?? [Double](repeating: 0, count: bucketCount)
             if summary.stats != nil {
                 precondition(
                     summary.buckets.count == bucketCount,
@@ -330,7 +409,7 @@ public final class PrometheusExposition {
                 )
                 for index in counts.indices { counts[index] += summary.buckets[index] }
             }
-            next[key] = counts
+            next[key] = (summary.total, counts)
         }
         cumulative = next
     }

@@ -68,8 +68,11 @@ struct PrometheusFormatTests {
         #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 3") && lines.contains("api_seconds_count 9"))
         (lines, _, _) = try render(renderer, flush(ingest))
         #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 3") && lines.contains("api_seconds_count 9"))
-        // A series that expires starts again from zero, as its count does.
-        _ = ingest.endInterval(expireAfter: 1)
+        // A series that expires starts again from zero, buckets included, as its count does:
+        // a restart Prometheus knows.
+        let expiring = Flush(
+            table: ingest.endInterval(expireAfter: 1), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        _ = renderer.render(expiring, expiring.summaries(bucketBounds: renderer.options.bucketBounds))
         feed(ingest, "api.ms:1|ms")
         (lines, _, _) = try render(renderer, flush(ingest))
         #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 1") && lines.contains("api_seconds_count 1"))
@@ -224,6 +227,46 @@ struct PrometheusFormatTests {
         (lines, leftOut, merged) = try render(renderer, flush(ingest))
         #expect(lines.contains("a_x_c_total 10") && lines.contains("lat_count 3") && lines.contains("lat_sum 14"))
         #expect(lines.contains("lat_bucket{le=\"5\"} 2"), "the d's 9 is above 5")
+    }
+
+    @Test func aMergedCounterNeverGoesDownWhenOneOfItsSeriesExpires() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let renderer = PrometheusExposition(options: PrometheusOptions(buckets: [1]))
+        var shown: [String] = []
+        // m.x counts 100 once and expires; m-x, merged into the same m_x_total, goes on.
+        for interval in 0..<6 {
+            feed(ingest, interval == 0 ? "m.x:100|c\nh.x:1|h\nm-x:1|c\nh-x:2|h" : "m-x:1|c\nh-x:2|h")
+            let flush = Flush(
+                table: ingest.endInterval(expireAfter: 2), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+            let text = String(
+                decoding: renderer.render(flush, flush.summaries(bucketBounds: [1])).bytes, as: UTF8.self)
+            shown.append(
+                text.split(separator: "\n").filter { $0.hasPrefix("m_x_total ") || $0.hasPrefix("h_x_count ") }
+                    .joined(separator: ","))
+        }
+        #expect(
+            shown == [
+                "m_x_total 101,h_x_count 2", "m_x_total 102,h_x_count 3", "m_x_total 103,h_x_count 4",
+                "m_x_total 104,h_x_count 5", "m_x_total 105,h_x_count 6", "m_x_total 106,h_x_count 7",
+            ])
+        // Once every series of it is gone, it is gone, and starts again from zero if it returns.
+        for _ in 0..<3 {
+            let flush = Flush(
+                table: ingest.endInterval(expireAfter: 2), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+            _ = renderer.render(flush, flush.summaries(bucketBounds: [1]))
+        }
+        feed(ingest, "m-x:1|c")
+        let (lines, _, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("m_x_total 1"))
+    }
+
+    @Test func aMergeThatWouldNotBeFiniteIsNotMade() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "ov.x:1e308|c\nov-x:1e308|c\nhm.x:1e308|h\nhm-x:1e308|h")
+        let (lines, leftOut, merged) = try render(PrometheusExposition(), flush(ingest))
+        #expect(lines.contains("ov_x_total 1e+308") && lines.contains("hm_x_sum 1e+308"))
+        #expect(!lines.joined().lowercased().replacingOccurrences(of: "le=\"+inf\"", with: "").contains("inf"))
+        #expect(leftOut == 2 && merged == 0)
     }
 
     @Test func hostileTagsAndNamesStillMakeAValidExposition() throws {
