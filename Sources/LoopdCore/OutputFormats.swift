@@ -136,7 +136,8 @@ public enum JSONLinesFormat {
 ///
 /// A series' path is its name cleaned by `path(_:)`, then its tags in Graphite's form
 /// (`;key=value`, each part cleaned by `tagPart(_:)`; a tag without a value becomes
-/// `;key=true`, and a tag named `name`, Graphite's own, `;_name=…`). Counters,
+/// `;key=true`, a tag named `name`, Graphite's own, `;_name=…`, and of tags whose keys meet
+/// once cleaned only the first is sent). Counters,
 /// gauges and sets send their value (a counter: the interval's count); timers, histograms and
 /// distributions send `name.count`, `.sum`, `.min`, `.max`, `.mean`, `.p50`, `.p90`, `.p95` and
 /// `.p99` when their interval had samples. loopd's own metrics are sent as `loopd.*`.
@@ -150,11 +151,16 @@ public enum GraphiteFormat {
         func line(_ name: ArraySlice<UInt8>, _ suffix: String, _ tags: [ArraySlice<UInt8>], _ value: Double) {
             out.append(contentsOf: path(name))
             out.append(string: suffix)
+            var keys: [[UInt8]] = []
             for tag in tags {
-                out.append(UInt8(ascii: ";"))
                 let colon = tag.firstIndex(of: UInt8(ascii: ":"))
-                let key = tagPart(tag[..<(colon ?? tag.endIndex)])
-                if key.elementsEqual("name".utf8) { out.append(UInt8(ascii: "_")) }
+                var key = tagPart(tag[..<(colon ?? tag.endIndex)])
+                if key.elementsEqual("name".utf8) { key.insert(UInt8(ascii: "_"), at: 0) }
+                // Graphite keeps one value per key: of tags whose keys meet once cleaned, the
+                // first (in sorted order) is sent.
+                guard !keys.contains(key) else { continue }
+                keys.append(key)
+                out.append(UInt8(ascii: ";"))
                 out.append(contentsOf: key)
                 out.append(UInt8(ascii: "="))
                 out.append(contentsOf: colon.map { tagPart(tag[($0 + 1)...]) } ?? Array("true".utf8))
@@ -193,6 +199,8 @@ public enum GraphiteFormat {
     ///   directory, split the line, or hold what Graphite reads as a glob (`*?[]{}`) or a tag
     ///   (`;`);
     /// - runs of dots become one and leading and trailing dots go, so that no node is empty;
+    /// - a node longer than `maxNode` bytes (a file name has at most 255) is cut to
+    ///   `maxNode - 9` bytes, then `_` and 8 hex digits of a hash of the whole node;
     /// - an empty path is `_`.
     public static func path(_ name: ArraySlice<UInt8>) -> [UInt8] {
         var out = [UInt8]()
@@ -205,8 +213,31 @@ public enum GraphiteFormat {
             }
         }
         if out.last == UInt8(ascii: ".") { out.removeLast() }
-        return out.isEmpty ? [UInt8(ascii: "_")] : out
+        guard !out.isEmpty else { return [UInt8(ascii: "_")] }
+        // A node is a file or directory name, at most 255 bytes with whisper's ".wsp": a longer
+        // one is cut, and keeps a hash of its whole self so that long nodes stay apart.
+        guard out.count > maxNode else { return out }
+        var shortened = [UInt8]()
+        shortened.reserveCapacity(out.count)
+        for node in out.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
+            if !shortened.isEmpty { shortened.append(UInt8(ascii: ".")) }
+            guard node.count > maxNode else {
+                shortened.append(contentsOf: node)
+                continue
+            }
+            var hash: UInt32 = 2_166_136_261  // FNV-1a: the same path in every run.
+            for byte in node { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+            shortened.append(contentsOf: node.prefix(maxNode - 9))
+            shortened.append(UInt8(ascii: "_"))
+            for shift in stride(from: 28, through: 0, by: -4) {
+                shortened.append(Array("0123456789abcdef".utf8)[Int((hash >> UInt32(shift)) & 15)])
+            }
+        }
+        return shortened
     }
+
+    /// The longest node `path(_:)` makes, in bytes.
+    public static let maxNode = 200
 
     /// A tag's name or value as Graphite's tag syntax takes it: as `path(_:)` cleans a byte
     /// (dots are kept as they are); empty is `_`.

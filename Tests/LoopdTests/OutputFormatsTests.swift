@@ -71,6 +71,29 @@ struct OutputFormatsTests {
             table: ingest.endInterval(expireAfter: 0), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
         let text = String(decoding: GraphiteFormat.format(flush, flush.summaries()), as: UTF8.self)
         #expect(text == "x;a_b=c_d;e=_;_name=n;ok.k=v.v;_v=_w 1 0\n")
+        // Keys that meet once cleaned: Graphite keeps one value per key, so the first is sent.
+        feed(ingest, "y:1|c|#*:a,?:b,name:c,_name:d")
+        let second = Flush(
+            table: ingest.endInterval(expireAfter: 1), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        let sent = String(decoding: GraphiteFormat.format(second, second.summaries()), as: UTF8.self)
+        #expect(sent.contains("\ny;_=a;_name=d 1 0\n") || sent.hasPrefix("y;_=a;_name=d 1 0\n"), "\(sent)")
+    }
+
+    @Test func aGraphiteNodeTooLongForAFileNameIsCutAndKeepsAHash() {
+        let long = String(repeating: "x", count: 300)
+        let path = String(decoding: GraphiteFormat.path(ArraySlice("app.\(long).count".utf8)), as: UTF8.self)
+        let nodes = path.split(separator: ".")
+        #expect(nodes.count == 3 && nodes[0] == "app" && nodes[2] == "count")
+        #expect(
+            nodes[1].utf8.count == GraphiteFormat.maxNode
+                && nodes[1].hasPrefix(String(repeating: "x", count: 191) + "_"))
+        // Two long nodes that differ only past the cut stay apart, and a path is the same in
+        // every run (FNV-1a of 300 x's, as Python computes it).
+        let other = String(decoding: GraphiteFormat.path(ArraySlice((long + "y").utf8)), as: UTF8.self)
+        #expect(other != String(decoding: GraphiteFormat.path(ArraySlice(long.utf8)), as: UTF8.self))
+        #expect(String(decoding: GraphiteFormat.path(ArraySlice(long.utf8)), as: UTF8.self).hasSuffix("_970138f5"))
+        let exact = String(repeating: "z", count: GraphiteFormat.maxNode)
+        #expect(String(decoding: GraphiteFormat.path(ArraySlice(exact.utf8)), as: UTF8.self) == exact)
     }
 
     @Test func sampledTimersScaleTheirSumAsTheirCountInEveryOutput() throws {

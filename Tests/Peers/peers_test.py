@@ -250,6 +250,13 @@ scrape_configs:
         graphite_names = {b"evil/../../path\\x": "evil-/-/-path_x", b"dots..in...name.": "dots/in/name",
                           b"glob*?[x]{y}": "glob___x__y_", "ünï.cödé".encode(): "__n__/c__d__",
                           b"semi;colon=x": "semi_colon_x"}
+        def fnv1a(data):
+            value = 2166136261
+            for byte in data:
+                value = ((value ^ byte) * 16777619) & 0xffffffff
+            return value
+        long_node = b"x" * 300  # too long for a file name: cut, with a hash of the whole node
+        graphite_names[b"long." + long_node] = "long/" + "x" * 191 + "_%08x" % fnv1a(long_node)
         for name in graphite_names:
             raw.sendto(name + b":1|c", ("127.0.0.1", loopd_port))
         for name, path in graphite_names.items():
