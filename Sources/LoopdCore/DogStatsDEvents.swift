@@ -37,8 +37,8 @@ public struct DogStatsDEvent: Sendable, Equatable {
     }
 
     /// Parses an event line (one for which `isEvent` is true); nil if it is malformed: lengths
-    /// that are not numbers or do not match the title and text, a title or text cut short, or a
-    /// `d:` that is not an integer.
+    /// that are not numbers or do not match the title and text, or a title or text cut short.
+    /// A `d:` that is not an integer is ignored, as DogStatsD's agent ignores it.
     public static func parse(_ line: UnsafeRawBufferPointer) -> DogStatsDEvent? {
         let bytes = Array(line)
         guard isEvent(line), let close = bytes.firstIndex(of: UInt8(ascii: "}")),
@@ -57,9 +57,7 @@ public struct DogStatsDEvent: Sendable, Equatable {
         for field in fields(bytes[textEnd...]) {
             let value = String(decoding: field.dropFirst(2), as: UTF8.self)
             switch (field.first, field.dropFirst().first) {
-            case (UInt8(ascii: "d"), UInt8(ascii: ":")):
-                guard let seconds = Int64(value) else { return nil }
-                event.timestamp = seconds
+            case (UInt8(ascii: "d"), UInt8(ascii: ":")): event.timestamp = Int64(value)  // Not a number: none.
             case (UInt8(ascii: "h"), UInt8(ascii: ":")): event.hostname = value
             case (UInt8(ascii: "k"), UInt8(ascii: ":")): event.aggregationKey = value
             case (UInt8(ascii: "p"), UInt8(ascii: ":")): event.priority = value
@@ -104,7 +102,8 @@ public struct DogStatsDServiceCheck: Sendable, Equatable {
     }
 
     /// Parses a service check line (one for which `isServiceCheck` is true); nil if it is
-    /// malformed: no name, a status other than 0 to 3, or a `d:` that is not an integer.
+    /// malformed: no name, or a status other than 0 to 3. A `d:` that is not an integer is
+    /// ignored, as DogStatsD's agent ignores it.
     public static func parse(_ line: UnsafeRawBufferPointer) -> DogStatsDServiceCheck? {
         let bytes = Array(line)
         guard isServiceCheck(line) else { return nil }
@@ -117,9 +116,7 @@ public struct DogStatsDServiceCheck: Sendable, Equatable {
         for field in fields.dropFirst(2) {
             let value = String(decoding: field.dropFirst(2), as: UTF8.self)
             switch (field.first, field.dropFirst().first) {
-            case (UInt8(ascii: "d"), UInt8(ascii: ":")):
-                guard let seconds = Int64(value) else { return nil }
-                check.timestamp = seconds
+            case (UInt8(ascii: "d"), UInt8(ascii: ":")): check.timestamp = Int64(value)  // Not a number: none.
             case (UInt8(ascii: "h"), UInt8(ascii: ":")): check.hostname = value
             case (UInt8(ascii: "m"), UInt8(ascii: ":")):
                 check.message = unescaped(field.dropFirst(2)).replacing("m\\:", with: "m:")

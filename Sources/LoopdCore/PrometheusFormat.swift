@@ -57,7 +57,12 @@ public struct PrometheusOptions: Sendable, Equatable {
         var bounds = [Double]()
         for entry in text.split(separator: ",", omittingEmptySubsequences: false) {
             let trimmed = entry.trimmingSpaces
-            guard let bound = Double(trimmed) else {
+            // Decimal only: Double(_:) also reads hexadecimal ("0x10") and words ("infinity").
+            guard
+                trimmed.utf8.allSatisfy({ $0 &- 48 < 10 || $0 == 0x2E || $0 == 0x2B || $0 == 0x2D || $0 | 0x20 == 0x65 }
+                ),
+                let bound = Double(trimmed)
+            else {
                 throw InvalidBuckets(description: "\"\(trimmed)\" is not a number")
             }
             bounds.append(bound)

@@ -62,7 +62,7 @@ public struct SelfMetrics {
         counter("loopd.bad_lines", counts.badLines)
         counter("loopd.series_dropped", counts.droppedSeries)
         counter("loopd.prometheus_labels_renamed", counts.renamedLabels)
-        counter("loopd.prometheus_negative_counter_values", counts.negativeCounterValues)
+        counter("loopd.prometheus_negative_increments", counts.negativeCounterValues)
         counter("loopd.events_received", counts.events)
         counter("loopd.service_checks_received", counts.serviceChecks)
         counter("loopd.events_dropped", counts.droppedEvents)

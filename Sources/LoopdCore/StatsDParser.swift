@@ -85,11 +85,11 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
     /// A TCP line without its `\n` when the client closed the connection or it failed: it may
     /// be cut short, so it is not recorded; reported by loopd, not the parser.
     case unterminated
-    /// A DogStatsD event (`_e{…}`) whose lengths do not match its title and text, or with a
-    /// `d:` that is not an integer; reported by `Ingest`.
+    /// A DogStatsD event (`_e{…}`) whose lengths do not match its title and text; reported by
+    /// `Ingest`.
     case badEvent
-    /// A DogStatsD service check (`_sc|…`) without a name, with a status other than 0 to 3, or
-    /// with a `d:` that is not an integer; reported by `Ingest`.
+    /// A DogStatsD service check (`_sc|…`) without a name or with a status other than 0 to 3;
+    /// reported by `Ingest`.
     case badServiceCheck
 
     /// The reason, in a few words, for a log line.

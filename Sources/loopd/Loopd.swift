@@ -63,7 +63,7 @@ struct Loopd: ParsableCommand {
     var prometheusTimers = "histogram"
 
     @Option(
-        name: .customLong("prometheus-buckets"),
+        name: .customLong("prometheus-buckets"), parsing: .unconditional,
         help:
             "The Prometheus histograms' bucket bounds, ascending and comma-separated: in seconds for timers, as sent for histograms and distributions."
     )

@@ -121,7 +121,7 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
     private func respond(to request: String, on connection: TCPConnection, then finish: @escaping () -> Void) {
         let parts = request.split(separator: " ")
         let method = parts.first.map(String.init) ?? ""
-        let target = parts.count > 1 ? parts[1].split(separator: "?", maxSplits: 1).first.map(String.init) : nil
+        let target = parts.count > 1 ? Self.path(of: parts[1]) : nil
         let response = Self.response(
             method: method, target: target, exposition: { body.withLock { $0 } }, ready: ready.load(ordering: .relaxed))
         if method == "HEAD" {
@@ -130,6 +130,17 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
             connection.write(response.head)
             connection.write(response.body) { _ in finish() }
         }
+    }
+
+    /// The path a request target names: without its query, and in absolute form
+    /// (`http://host:9102/metrics`, which HTTP/1.1 servers must take) without scheme and host.
+    static func path(of target: Substring) -> String {
+        var target = target
+        if let scheme = target.range(of: "://"), target[..<scheme.lowerBound].allSatisfy(\.isLetter) {
+            target = target[scheme.upperBound...]
+            target = target.firstIndex(of: "/").map { target[$0...] } ?? "/"
+        }
+        return String(target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
     }
 
     /// The status line and headers, and the body, of the answer to `method` on `target`.

@@ -34,7 +34,7 @@ struct DogStatsDEventsTests {
 
     @Test(arguments: [
         "_e{5,4}:title|tex", "_e{5,4}:titl|text", "_e{5,4}:title|texts", "_e{x,4}:title|text", "_e{5}:title|text",
-        "_e{5,4}title|text", "_e{0,4}:|text", "_e{5,4}:title|text|d:soon", "_e{999999999,1}:x|y",
+        "_e{5,4}title|text", "_e{0,4}:|text", "_e{999999999,1}:x|y",
         "_e{1234567890,1}:x|y", "_e{5,4}:title+text",
     ])
     func malformedEventsAreRefused(line: String) {
@@ -51,9 +51,12 @@ struct DogStatsDEventsTests {
         expected.message = "down\nsince m: 10:00"
         #expect(parsed == expected)
         #expect(check("_sc|x|0") == DogStatsDServiceCheck(name: "x", status: 0))
+        // A timestamp that is not a number is ignored, as DogStatsD's agent does.
+        #expect(check("_sc|x|1|d:soon") == DogStatsDServiceCheck(name: "x", status: 1))
+        #expect(event("_e{1,1}:a|b|d:soon") == DogStatsDEvent(title: "a", text: "b"))
     }
 
-    @Test(arguments: ["_sc|db.up|4", "_sc||0", "_sc|db.up", "_sc|db.up|", "_sc|db.up|01", "_sc|x|1|d:x"])
+    @Test(arguments: ["_sc|db.up|4", "_sc||0", "_sc|db.up", "_sc|db.up|", "_sc|db.up|01"])
     func malformedServiceChecksAreRefused(line: String) {
         #expect(check(line) == nil)
     }

@@ -188,6 +188,7 @@ struct LoopdEndToEndTests {
         (["--prometheus-timers", "both"], "--prometheus-timers must be histogram or summary, got both"),
         (["--prometheus-buckets", "1,0.5"], "--prometheus-buckets 1,0.5: bounds must be strictly ascending"),
         (["--prometheus-buckets", "0.1,x"], "--prometheus-buckets 0.1,x: \"x\" is not a number"),
+        (["--prometheus-buckets", "-1,-2"], "--prometheus-buckets -1,-2: bounds must be strictly ascending"),
     ])
     func badFlagsAreRejectedWithTheirValue(arguments: [String], message: String) throws {
         let loopd = try LoopdProcess(arguments, waitForListening: false)

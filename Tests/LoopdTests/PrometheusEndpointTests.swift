@@ -45,6 +45,15 @@ struct PrometheusEndpointTests {
         #expect(Self.answer("GET", nil).head.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
     }
 
+    @Test func targetsInOriginAndAbsoluteFormNameTheirPath() {
+        #expect(PrometheusEndpoint.path(of: "/metrics") == "/metrics")
+        #expect(PrometheusEndpoint.path(of: "/metrics?x=1") == "/metrics")
+        #expect(PrometheusEndpoint.path(of: "http://127.0.0.1:9102/metrics") == "/metrics")
+        #expect(PrometheusEndpoint.path(of: "http://loopd:9102/-/ready?a") == "/-/ready")
+        #expect(PrometheusEndpoint.path(of: "http://loopd") == "/")
+        #expect(PrometheusEndpoint.path(of: "*") == "*")
+    }
+
     @Test func aBodyLargerThanTheSocketsBufferArrivesWhole() throws {
         let loop = try EventLoop.startOnNewThread()
         defer {

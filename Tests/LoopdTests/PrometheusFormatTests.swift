@@ -189,11 +189,13 @@ struct PrometheusFormatTests {
     @Test func bucketListsAreCheckedWithTheReason() throws {
         #expect(try PrometheusOptions.bucketList("0.005, 0.01,1,  2.5") == [0.005, 0.01, 1, 2.5])
         #expect(try PrometheusOptions.bucketList("-1,0") == [-1, 0])
+        #expect(try PrometheusOptions.bucketList("+1,2.5e1") == [1, 25])
         let bad: [(String, String)] = [
             ("", "\"\" is not a number"), ("0.1,abc", "\"abc\" is not a number"), ("1,,2", "\"\" is not a number"),
             ("1,0.5", "bounds must be strictly ascending, got 0.5 after 1.0"),
             ("1,1", "bounds must be strictly ascending, got 1.0 after 1.0"),
-            ("1,inf", "bounds must be finite, got inf"), ("nan", "bounds must be finite, got nan"),
+            ("1,inf", "\"inf\" is not a number"), ("nan", "\"nan\" is not a number"),
+            ("0x10", "\"0x10\" is not a number"), ("1,1e999", "bounds must be finite, got inf"),
             ((1...65).map(String.init).joined(separator: ","), "at most 64 bounds, got 65"),
         ]
         for (text, reason) in bad {
