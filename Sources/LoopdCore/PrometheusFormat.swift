@@ -91,6 +91,18 @@ extension Substring {
     }
 }
 
+/// Bytes as a dictionary key, hashed in one pass (an `[UInt8]` key is hashed byte by byte, which
+/// was most of an exposition's time with 100,000 series).
+struct ByteKey: Hashable {
+    var bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+}
+
 /// Renders flushes in Prometheus' text exposition format (version 0.0.4), served at
 /// `GET /metrics`, keeping the histograms' cumulative buckets from one flush to the next.
 ///
@@ -123,10 +135,12 @@ public final class PrometheusExposition {
     public let options: PrometheusOptions
     /// Histograms: each sampled series' cumulative bucket counts (without `+Inf`, which is its
     /// `_count`), by canonical key.
-    private var cumulative: [[UInt8]: (total: Double, buckets: [Double])] = [:]
+    private var cumulative: [ByteKey: (total: Double, buckets: [Double])] = [:]
     /// Counters and histograms shown that merge several series, by name and labels: what each
     /// of their series counted at the last flush, and what series gone from them had counted.
-    private var shown: [[UInt8]: Shown] = [:]
+    private var shown: [ByteKey: Shown] = [:]
+    /// Each series' family name and labels, by canonical key: cleaned once while it lives.
+    private var names: [ByteKey: (name: [UInt8], labels: [UInt8])] = [:]
 
     /// A counter's or histogram's numbers: its count, its sum and its cumulative buckets.
     struct Counted {
@@ -150,11 +164,11 @@ public final class PrometheusExposition {
     /// series that have left it (expired, or expired and created again) had counted, which it
     /// keeps showing so that it never goes down.
     struct Shown {
-        var series: [[UInt8]: Counted] = [:]
+        var series: [ByteKey: Counted] = [:]
         var gone = Counted()
 
         /// What to show for `series` now, and the state for the next flush.
-        static func next(_ previous: Shown?, _ series: [([UInt8], Counted)]) -> (Counted, Shown) {
+        static func next(_ previous: Shown?, _ series: [(ByteKey, Counted)]) -> (Counted, Shown) {
             var state = Shown()
             state.gone = previous?.gone ?? Counted()
             for (key, counted) in series { state.series[key] = counted }
@@ -221,22 +235,30 @@ public final class PrometheusExposition {
         }
         var entries = [Entry]()
         entries.reserveCapacity(summaries.count + flush.internalMetrics.count)
+        // Names and labels are cleaned once per series, and kept while the series lives.
+        var nextNames = [ByteKey: (name: [UInt8], labels: [UInt8])](minimumCapacity: summaries.count)
         for summary in summaries {
             let family = self.family(summary.kind)
             let source = flush.name(summary.series)
-            let name = PrometheusFormat.familyName(source, summary.kind, family)
+            let canonical = ByteKey(Array(flush.table.key(summary.series)))
+            let cleaned =
+                names[canonical]
+                ?? (
+                    PrometheusFormat.familyName(source, summary.kind, family),
+                    PrometheusFormat.labels(flush.tags(summary.series)).labels
+                )
+            nextNames[canonical] = cleaned
             var entry = Entry(
-                name: name, family: family, labels: PrometheusFormat.labels(flush.tags(summary.series)).labels,
-                summary: summary, metric: nil, sourceName: source, kind: summary.kind)
+                name: cleaned.name, family: family, labels: cleaned.labels, summary: summary, metric: nil,
+                sourceName: source, kind: summary.kind)
             entry.total = summary.total
             // Timers are sent in milliseconds and shown in seconds (divided: 70 / 1000 is 0.07,
             // where 70 * 0.001 is not).
             entry.sum = summary.totalSum / (summary.kind == .timer ? 1000 : 1)
-            if family == .histogram {
-                entry.buckets = cumulative[Array(flush.table.key(summary.series))]?.buckets ?? []
-            }
+            if family == .histogram { entry.buckets = cumulative[canonical]?.buckets ?? [] }
             entries.append(entry)
         }
+        names = nextNames
         for metric in flush.internalMetrics {
             let family = self.family(metric.kind)
             let source = ArraySlice(metric.name.utf8)
@@ -250,42 +272,48 @@ public final class PrometheusExposition {
         // and labels of one already kept (names and labels can meet once cleaned) is merged
         // into it if both are counters, or histograms of one unit (counts and sums add up);
         // otherwise it would repeat it, and it is left out.
-        var owners = [[UInt8]: [UInt8]]()  // A sample's name → the family's name.
-        var families = [[UInt8]: Family]()
-        var kept = [[UInt8]: Int]()  // Name and labels → index in `shown`.
+        var taken = Set<ByteKey>(minimumCapacity: entries.count * 2)  // Every family's sample names.
+        var families = [ByteKey: (family: Family, group: Int)](minimumCapacity: entries.count)
+        var kept = [ByteKey: Int](minimumCapacity: entries.count)  // Name and labels → index in `shown`.
         var shown = [Entry]()
         shown.reserveCapacity(entries.count)
-        var parts = [[([UInt8], Counted)]]()  // Each shown entry's counters or histograms.
+        var groups = [Int]()  // Each shown entry's family, in first-seen order of families.
+        groups.reserveCapacity(entries.count)
+        var parts = [[(ByteKey, Counted)]]()  // Each shown entry's counters or histograms.
         parts.reserveCapacity(entries.count)
         var leftOut = 0
         var merged = 0
         for entry in entries {
-            if let owner = families[entry.name] {
-                guard owner == entry.family else {
+            let group: Int
+            if let owner = families[ByteKey(entry.name)] {
+                guard owner.family == entry.family else {
                     leftOut += 1
                     continue
                 }
+                group = owner.group
             } else {
-                let taken = PrometheusFormat.sampleNames(entry.name, entry.family)
-                guard taken.allSatisfy({ owners[$0] == nil }) else {
+                let names = PrometheusFormat.sampleNames(entry.name, entry.family).map(ByteKey.init)
+                guard names.allSatisfy({ !taken.contains($0) }) else {
                     leftOut += 1
                     continue
                 }
-                families[entry.name] = entry.family
-                for name in taken { owners[name] = entry.name }
+                group = families.count
+                families[ByteKey(entry.name)] = (entry.family, group)
+                taken.formUnion(names)
             }
-            let key = entry.name + [UInt8(ascii: "{")] + entry.labels
+            let key = ByteKey(entry.name + [UInt8(ascii: "{")] + entry.labels)
             // The series' own numbers, for those that never go down.
-            let counted =
-                entry.metric == nil && (entry.family == .counter || entry.family == .histogram)
-                ? (
-                    Array(flush.table.key(entry.summary!.series)),
+            var counted: (ByteKey, Counted)?
+            if entry.metric == nil && (entry.family == .counter || entry.family == .histogram) {
+                counted = (
+                    ByteKey(Array(flush.table.key(entry.summary!.series))),
                     Counted(total: entry.total, sum: entry.sum, buckets: entry.buckets)
                 )
-                : nil
+            }
             guard let index = kept[key] else {
                 kept[key] = shown.count
                 shown.append(entry)
+                groups.append(group)
                 parts.append(counted.map { [$0] } ?? [])
                 continue
             }
@@ -308,9 +336,9 @@ public final class PrometheusExposition {
         // expires, what it had counted stays counted, until the one shown goes too.
         // Only merged ones keep a state: a lone series that expires starts again from zero, a
         // restart Prometheus knows.
-        var nextShown = [[UInt8]: Shown]()
+        var nextShown = [ByteKey: Shown]()
         for index in shown.indices where !parts[index].isEmpty {
-            let key = shown[index].name + [UInt8(ascii: "{")] + shown[index].labels
+            let key = ByteKey(shown[index].name + [UInt8(ascii: "{")] + shown[index].labels)
             let previous = self.shown[key]
             guard parts[index].count > 1 || previous != nil else { continue }
             let (total, state) = Shown.next(previous, parts[index])
@@ -318,14 +346,17 @@ public final class PrometheusExposition {
             if state.series.count > 1 || state.gone.total > 0 { nextShown[key] = state }
         }
         self.shown = nextShown
-        entries = shown
-        // Group each name's series together, in first-seen order of names.
-        var order = [[UInt8]: Int]()
-        for entry in entries where order[entry.name] == nil { order[entry.name] = order.count }
-        entries = entries.enumerated().sorted {
-            let (a, b) = (order[$0.element.name]!, order[$1.element.name]!)
-            return a != b ? a < b : $0.offset < $1.offset
-        }.map(\.element)
+        // Group each family's series together, in first-seen order of families (a counting
+        // sort: arrival order within a family).
+        var starts = [Int](repeating: 0, count: families.count + 1)
+        for group in groups { starts[group + 1] += 1 }
+        for group in 0..<families.count { starts[group + 1] += starts[group] }
+        var slots = [Int](repeating: 0, count: shown.count)
+        for (index, group) in groups.enumerated() {
+            slots[starts[group]] = index
+            starts[group] += 1
+        }
+        entries = slots.map { shown[$0] }
 
         var out = [UInt8]()
         out.reserveCapacity(entries.count * 64)
@@ -399,9 +430,9 @@ public final class PrometheusExposition {
     /// Adds the interval's bucket counts to each sampled series' and forgets the series the
     /// table no longer holds.
     private func accumulate(_ flush: Flush, _ summaries: [Summary], _ bucketCount: Int) {
-        var next = [[UInt8]: (total: Double, buckets: [Double])](minimumCapacity: cumulative.count)
+        var next = [ByteKey: (total: Double, buckets: [Double])](minimumCapacity: cumulative.count)
         for summary in summaries where summary.kind.isSampled {
-            let key = Array(flush.table.key(summary.series))
+            let key = ByteKey(Array(flush.table.key(summary.series)))
             // A count below the last one is a series created anew (it expired): its buckets
             // start again too.
             var counts =
@@ -496,20 +527,26 @@ public enum PrometheusFormat {
         "gibi", "tera", "tebi", "peta", "pebi",
     ]
 
-    /// Whether a word is a unit other than a base unit (`minutes`, `kilobytes`, `bits`).
-    static func isNonBaseUnit(_ word: [UInt8]) -> Bool {
-        let text = String(decoding: word, as: UTF8.self)
-        if let base = units[text] { return base != text }
-        for prefix in unitPrefixes where text.hasPrefix(prefix) {
-            if units[String(text.dropFirst(prefix.count))] != nil { return true }
+    /// The units other than base units, with or without a prefix (`minutes`, `kilobytes`,
+    /// `bits`): a unit with a prefix is never its base unit.
+    static let nonBaseUnits: Set<ByteKey> = {
+        var words = Set<ByteKey>()
+        for (unit, base) in units {
+            if unit != base { words.insert(ByteKey(Array(unit.utf8))) }
+            for prefix in unitPrefixes { words.insert(ByteKey(Array((prefix + unit).utf8))) }
         }
-        return false
-    }
+        return words
+    }()
+
+    /// The words a linter reads after a `_`: abbreviated units, types and non-base units.
+    static let lintedWords: Set<ByteKey> = nonBaseUnits.union(unitAbbreviations.map(ByteKey.init)).union(
+        typeWords.map(ByteKey.init))
+
+    /// Whether a word is a unit other than a base unit (`minutes`, `kilobytes`, `bits`).
+    static func isNonBaseUnit(_ word: [UInt8]) -> Bool { nonBaseUnits.contains(ByteKey(word)) }
 
     /// Whether a word after a `_` makes Prometheus' linter complain.
-    static func isLintedWord(_ word: [UInt8]) -> Bool {
-        unitAbbreviations.contains(word) || typeWords.contains(word) || isNonBaseUnit(word)
-    }
+    static func isLintedWord(_ word: [UInt8]) -> Bool { lintedWords.contains(ByteKey(word)) }
 
     /// The family name a StatsD name of `kind` shown as `family` gets:
     /// 1. ASCII letters become lower case, and a `_` goes between a lower-case letter and an
