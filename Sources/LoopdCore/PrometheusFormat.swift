@@ -556,8 +556,9 @@ public enum PrometheusFormat {
     /// 3. A word Prometheus' linter reads as an abbreviated unit (`s`, `ms`, `kb`, `h`, …), a type
     ///    (`counter`, `gauge`, `histogram`, `summary`) or a non-base unit (`minutes`, `bits`,
     ///    `kilobytes`, …) is joined to the word before it (`disk.used.kb` → `disk_usedkb`; a
-    ///    first word that is a non-base unit, to the word after it; a first word loses the
-    ///    underscores before it, `_ms` → `ms`). So is a last word the
+    ///    first word that is a non-base unit, to the word after it, or if it is the only word,
+    ///    `value` to it: `minutes` → `minutesvalue`; a first word loses the underscores before
+    ///    it, `_ms` → `ms`). So is a last word the
     ///    family's type reserves for others: `total` on a gauge, histogram or summary, `count`
     ///    and `sum` on a gauge, `bucket` on a gauge or summary (alone, it loses the underscores
     ///    before it: `_count` is `count`).
@@ -565,7 +566,6 @@ public enum PrometheusFormat {
     ///    already ends so (`total` is `total_total`).
     /// 5. A name that starts with a digit gets a `_` before it; an empty one is `_`.
     ///
-    /// Only a name whose only word is a non-base unit (`minutes`) keeps a lint warning.
     public static func familyName(
         _ source: ArraySlice<UInt8>, _ kind: MetricKind, _ family: PrometheusExposition.Family
     )
@@ -614,6 +614,9 @@ public enum PrometheusFormat {
                 joined[joined.count - 1].text += last.text
             }
         }
+        // A name whose one word is a unit other than a base unit (`minutes`, or `kilo.bits` once
+        // joined) has no word to be joined to: `value` is joined to it.
+        if joined.count == 1 && isNonBaseUnit(joined[0].text) { joined[0].text += "value".utf8 }
         let reserved: [String]
         switch family {
         case .counter: reserved = []

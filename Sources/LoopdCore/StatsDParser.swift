@@ -266,15 +266,16 @@ public struct StatsDParser {
 
     /// Whether a name is one that an output would show as one of loopd's own (`loopd.*` in
     /// JSON and Graphite, `loopd_*` in Prometheus): after any leading dots (Graphite drops
-    /// them), `loopd` in any case, then a byte that the outputs' cleaning turns into a
+    /// them), `loopd` in any case, alone or then a byte that the outputs' cleaning turns into a
     /// separator: not a lower-case letter or a digit, and not an upper-case letter after an
-    /// upper-case `D` (`loopd.x`, `loopd_x`, `LOOPD-x`, `loopdX`; not `loopd`, `loopdx`,
+    /// upper-case `D` (`loopd`, `loopd.x`, `loopd_x`, `LOOPD-x`, `loopdX`; not `loopdx`,
     /// `LOOPDX`).
     static func isReserved(_ line: UnsafeRawBufferPointer, nameEnd: Int) -> Bool {
         var start = 0
         while start < nameEnd && line[start] == UInt8(ascii: ".") { start += 1 }
-        guard nameEnd - start > 5 else { return false }
+        guard nameEnd - start >= 5 else { return false }
         for (offset, letter) in "loopd".utf8.enumerated() where line[start + offset] | 0x20 != letter { return false }
+        guard nameEnd - start > 5 else { return true }  // `loopd` itself: its timer is loopd.count.
         let next = line[start + 5]
         switch next {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return false

@@ -60,6 +60,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     let graphite: GraphiteOutput?
     let prometheus: PrometheusEndpoint?
     let flushQueue = DispatchQueue(label: "loopd.flush")
+    /// systemd's notifications, when loopd runs as a `Type=notify` service.
+    let systemd = SystemdNotifier.fromEnvironment()
     /// The Prometheus exposition's renderer, with the histograms' cumulative buckets. Confined
     /// to the flush queue.
     private let prometheusExposition: PrometheusExposition
@@ -208,6 +210,15 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         flushTimer = SignalProducer<Date, Never>.timer(interval: interval, on: scheduler)
             .startWithValues { [self] _ in flush(completion: nil) }
         prometheus?.ready.store(true, ordering: .relaxed)
+        if let systemd {
+            systemd.notify("READY=1\nSTATUS=receiving on \(udp.localAddress)\nMAINPID=\(getpid())")
+            if let microseconds = systemd.watchdogMicroseconds {
+                // From the loop thread: a loop that stops turning stops the pings.
+                let ping = DispatchTimeInterval.microseconds(Int(min(microseconds / 2, UInt64(Int32.max))))
+                inputs += SignalProducer<Date, Never>.timer(interval: ping, on: scheduler)
+                    .startWithValues { _ in systemd.notify("WATCHDOG=1") }
+            }
+        }
         inputs += loop.signals(SIGTERM, SIGINT, SIGHUP).startWithValues { [self] signal in
             if signal == SIGHUP {
                 logger.info("SIGHUP: reopening \(configuration.output)")
@@ -331,6 +342,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         guard !stopping else { return }
         stopping = true
         prometheus?.ready.store(false, ordering: .relaxed)
+        systemd?.notify("STOPPING=1\nSTATUS=\(name): final flush")
         logger.info("\(name): final flush, then exit")
         tcp.close()
         prometheus?.close()

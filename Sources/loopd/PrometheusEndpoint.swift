@@ -101,20 +101,19 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
                 if !answering { finish() }
                 return
             }
+            // The request ends at an empty line after the request line (which is not counted).
+            if line.isEmpty && requestLine != nil {
+                deadline?.dispose()
+                answering = true
+                run.dispose()
+                return respond(to: String(decoding: requestLine!, as: UTF8.self), on: connection, then: finish)
+            }
             lines += 1
             guard lines <= Self.maxHeaderLines else {
                 run.dispose()
                 return finish()
             }
-            guard requestLine != nil else {
-                requestLine = Array(line).isEmpty ? nil : ReceivedBytes(line)
-                return
-            }
-            guard line.isEmpty else { return }  // A header; the request ends at an empty line.
-            deadline?.dispose()
-            answering = true
-            run.dispose()
-            respond(to: String(decoding: requestLine!, as: UTF8.self), on: connection, then: finish)
+            if requestLine == nil && !line.isEmpty { requestLine = ReceivedBytes(line) }
         }
     }
 

@@ -229,6 +229,81 @@ struct LoopdEndToEndTests {
         loopd.signal(SIGTERM)
     }
 
+    /// A datagram socket playing systemd's notification socket, at `path` (a leading `@`:
+    /// abstract).
+    final class NotifySocket {
+        let fd: Int32
+
+        init(path: String) throws {
+            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            var bytes = Array(path.utf8)
+            if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+            let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count)
+            let status = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+            }
+            try #require(status == 0, "bind \(path): errno \(errno)")
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+
+        deinit { close(fd) }
+
+        /// The next notification, or nil after 20 s without one.
+        func next() -> String? {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
+        }
+    }
+
+    @Test(arguments: ["file", "abstract"])
+    func underSystemdItNotifiesReadyWatchdogAndStopping(socket kind: String) throws {
+        let name = "loopd-notify-\(UUID().uuidString.prefix(8))"
+        let path =
+            kind == "file" ? FileManager.default.temporaryDirectory.appendingPathComponent(name).path : "@" + name
+        defer { if kind == "file" { unlink(path) } }
+        let notifications = try NotifySocket(path: path)
+        let loopd = try LoopdProcess(environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
+        let ready = try #require(notifications.next())
+        #expect(ready.split(separator: "\n").contains("READY=1"))
+        #expect(ready.contains("MAINPID=\(loopd.process.processIdentifier)"))
+        // Pings every 0.1 s, from the loop thread.
+        #expect(notifications.next() == "WATCHDOG=1")
+        #expect(notifications.next() == "WATCHDOG=1")
+        loopd.signal(SIGTERM)
+        var stopping = false
+        while let message = notifications.next(), !stopping {
+            stopping = message.split(separator: "\n").contains("STOPPING=1")
+            if message != "WATCHDOG=1" && !stopping { Issue.record("unexpected: \(message)") }
+        }
+        #expect(stopping)
+        #expect(loopd.process.terminationStatus == 0)
+    }
+
+    @Test func aWatchdogForAnotherProcessIsNotPingedAndNoSocketChangesNothing() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "loopd-notify-\(UUID().uuidString.prefix(8))"
+        ).path
+        defer { unlink(path) }
+        let notifications = try NotifySocket(path: path)
+        let loopd = try LoopdProcess(
+            environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "100000", "WATCHDOG_PID": "1"])
+        #expect(try #require(notifications.next()).contains("READY=1"))
+        var timeout = timeval(tv_sec: 0, tv_usec: 500_000)
+        setsockopt(notifications.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        #expect(notifications.next() == nil, "the watchdog is another process's")
+        loopd.signal(SIGTERM)
+        // A NOTIFY_SOCKET that names nothing loopd can use: it runs as if it were not set.
+        let plain = try LoopdProcess(environment: ["NOTIFY_SOCKET": "relative/path"])
+        UDPSender(port: plain.port).send("x:1|c")
+        try plain.waitForLines(1)
+        #expect(plain.signal(SIGTERM) < 5 && plain.process.terminationStatus == 0)
+    }
+
     @Test func prometheusServesTheLastFlushWithCumulativeCounters() throws {
         let loopd = try LoopdProcess(["--prometheus", "127.0.0.1:0"])
         let line = try loopd.waitForLog("serving Prometheus metrics at http://")

@@ -25,7 +25,7 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
     /// given) and waits for its "listening on" log line.
     init(
         _ arguments: [String] = [], flushInterval: Double = 0.1, waitForListening: Bool = true,
-        standardOutput: FileHandle = .nullDevice
+        standardOutput: FileHandle = .nullDevice, environment: [String: String] = [:]
     ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("loopd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -36,6 +36,9 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
         if !all.contains("--flush-interval") { all += ["--flush-interval", "\(flushInterval)"] }
         process.executableURL = Self.binary
         process.arguments = all
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.standardOutput = standardOutput
         process.standardError = stderrPipe
         stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in

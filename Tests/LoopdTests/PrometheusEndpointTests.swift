@@ -54,7 +54,8 @@ struct PrometheusEndpointTests {
         #expect(PrometheusEndpoint.path(of: "*") == "*")
     }
 
-    @Test func aBodyLargerThanTheSocketsBufferArrivesWhole() throws {
+    /// Runs `body` with the port of an endpoint serving `exposition` on a loop of its own.
+    func withEndpoint(serving exposition: [UInt8], _ body: (Int) throws -> Void) throws {
         let loop = try EventLoop.startOnNewThread()
         defer {
             loop.stop()
@@ -63,23 +64,43 @@ struct PrometheusEndpointTests {
         let endpoint = try PrometheusEndpoint(
             at: SocketAddress(host: "127.0.0.1", port: 0), on: loop, scheduler: LoopScheduler(loop: loop),
             logger: Logger(label: "test"))
+        endpoint.update(exposition)
+        _ = loop.execute { endpoint.start() }
+        try body(endpoint.address.port)
+        endpoint.close()
+    }
+
+    @Test func aRequestMayHaveAHundredLinesBeforeItsEmptyLine() throws {
+        try withEndpoint(serving: Array("up 1\n".utf8)) { port in
+            for (headers, answered) in [(99, true), (100, false)] {
+                let client = try TCPClient(port: port)
+                client.send(
+                    "GET /metrics HTTP/1.1\r\n" + String(repeating: "X-Header: x\r\n", count: headers) + "\r\n")
+                let answer = String(decoding: client.readToEnd().bytes, as: UTF8.self)
+                #expect(answer.hasPrefix("HTTP/1.1 200 OK") == answered, "\(headers + 1) lines: \(answer.prefix(40))")
+            }
+        }
+    }
+
+    @Test func aBodyLargerThanTheSocketsBufferArrivesWhole() throws {
         // 16 MiB: four times the most a socket's send buffer holds here (tcp_wmem's maximum).
         var body = [UInt8](repeating: UInt8(ascii: "x"), count: 16 << 20)
         body[body.count - 1] = UInt8(ascii: "\n")
-        endpoint.update(body)
-        _ = loop.execute { endpoint.start() }
+        try withEndpoint(serving: body) { port in try receiveWhole(body, from: port) }
+    }
+
+    /// Two clients in turn: each receives `body` whole.
+    func receiveWhole(_ body: [UInt8], from port: Int) throws {
         for client in 0..<2 {
-            let connection = try TCPClient(port: endpoint.address.port)
+            let connection = try TCPClient(port: port)
             connection.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
             let (received, closed) = connection.readToEnd(seconds: 30)
             let head = try #require(received.firstRange(of: Array("\r\n\r\n".utf8)), "client \(client)")
             #expect(closed)
             #expect(received.count - head.upperBound == body.count, "client \(client): the whole body")
             #expect(
-                String(decoding: received[..<head.lowerBound], as: UTF8.self).contains(
-                    "Content-Length: \(body.count)"))
+                String(decoding: received[..<head.lowerBound], as: UTF8.self).contains("Content-Length: \(body.count)"))
         }
-        endpoint.close()
     }
 
     @Test func aListenerAddressWithoutHostListensOnEveryIPv4Interface() throws {

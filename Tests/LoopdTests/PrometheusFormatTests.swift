@@ -136,6 +136,11 @@ struct PrometheusFormatTests {
             ("_count", .gauge, "count"),
             ("__bucket", .gauge, "bucket"),
             ("Total", .counter, "total_total"),
+            ("minutes", .gauge, "minutesvalue"),
+            ("kilo.bits", .gauge, "kilobitsvalue"),
+            ("kiloMinutes", .counter, "kilominutesvalue_total"),
+            ("nano-kelvins", .timer, "nanokelvinsvalue_seconds"),
+            ("bits", .counter, "bitsvalue_total"),
         ]
         for (source, kind, expected) in cases {
             let family = PrometheusExposition().family(kind)
@@ -149,7 +154,7 @@ struct PrometheusFormatTests {
         // Names made of the words and bytes the linter and the cleaning care about.
         let pieces = [
             "total", "count", "sum", "bucket", "seconds", "ms", "kb", "s", "counter", "gauge", "histogram", "summary",
-            "le", "quantile", "A", "b", "x", "9", "_", ".", "-", ":", "é", "Ms", "__",
+            "le", "quantile", "A", "b", "x", "9", "_", ".", "-", ":", "é", "Ms", "__", "kilo", "bits", "Minutes",
         ]
         // A linear congruential generator: the same names every run.
         var state: UInt64 = 42

@@ -170,11 +170,11 @@ struct StatsDParserTests {
         // Each is loopd.* in JSON or Graphite, or loopd_* in Prometheus, once cleaned.
         for name in [
             "loopd.bad_lines", "loopd.series", "loopd_series", "loopd-series", "LOOPD.series", "Loopd_x", "loopdSeries",
-            ".loopd.series", "..loopd.x", "loopd/x", "loopd x", "loopdé",
+            ".loopd.series", "..loopd.x", "loopd/x", "loopd x", "loopdé", "loopd", "LOOPD", ".loopd",
         ] {
             #expect(parse(&parser, "\(name):1|c") == .reservedName, "\(name)")
         }
-        for name in ["loopd", "loopdx.y", "LOOPDX.y", "loopd9", "app.loopd.y", "_loopd_x", "loop.d"] {
+        for name in ["loopdx.y", "LOOPDX.y", "loopd9", "app.loopd.y", "_loopd_x", "loop.d", "loop"] {
             #expect(parse(&parser, "\(name):1|c") == nil, "\(name)")
         }
     }

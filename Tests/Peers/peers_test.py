@@ -273,7 +273,8 @@ scrape_configs:
                    b"my-key:1|c|#my-key:v,my.key:w", b"fooBar.latencyMs:3|ms", b"disk.used.kb:5|g",
                    b"req.total:4|g", b"x.count:1|g", b"h:1|c|#__name__:x,le:1,quantile:2,podName:p,1a:b",
                    b"_ms:1|g", b"9lives:1|c", b"my_counter:1|c", b"weird/path\\x:1|g", b"q\"uote:1|c|#v:\"\\\n",
-                   "ünï.cödé:1|g|#ключ:значение".encode(), b"x_k_b:1|g", b"api:1|c|#a:1,a:2"]
+                   "ünï.cödé:1|g|#ключ:значение".encode(), b"x_k_b:1|g", b"api:1|c|#a:1,a:2",
+                   b"kilo.bits:1|g", b"minutes:1|c", b"total:1|c", b"_count:1|g", b"__bucket:1|h"]
         for line in hostile:
             raw.sendto(line, ("127.0.0.1", loopd_port))
         time.sleep(2.5)  # a flush
