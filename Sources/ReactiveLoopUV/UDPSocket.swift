@@ -136,19 +136,7 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     public func drain(limit: Int = 1_000_000, _ body: (UnsafeRawBufferPointer, _ isTruncated: Bool) -> Void) -> Int {
         _require(limit > 0, "UDPSocket.drain(limit:_:): limit must be > 0, got \(limit)")
         loop.assertInEventLoop()
-        let fd = fileDescriptor
-        guard fd >= 0 else { return 0 }
-        let slot = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slot, alignment: 8)
-        defer { slot.deallocate() }
-        var read = 0
-        while read < limit {
-            // MSG_TRUNC: the datagram's full length, to tell a cut one.
-            let received = recv(fd, slot.baseAddress, slot.count, Int32(MSG_DONTWAIT | MSG_TRUNC))
-            guard received >= 0 else { break }
-            body(UnsafeRawBufferPointer(rebasing: slot[0..<min(received, slot.count)]), received > slot.count)
-            read += 1
-        }
-        return read
+        return drainDatagrams(of: fileDescriptor, limit: limit, body)
     }
 
     /// The datagrams the kernel dropped for this socket since it was opened, because its receive
@@ -156,16 +144,7 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     /// senders lost. Nil once closed, or where the kernel does not say. Loop thread only.
     public var kernelDrops: UInt64? {
         loop.assertInEventLoop()
-        let fd = fileDescriptor
-        guard fd >= 0 else { return nil }
-        let count = 9  // SK_MEMINFO_VARS; SK_MEMINFO_DROPS is the last.
-        var info = [UInt32](repeating: 0, count: count)
-        var length = socklen_t(count * 4)
-        let soMeminfo: Int32 = 55  // SO_MEMINFO, which Glibc's module does not export.
-        guard getsockopt(fd, SOL_SOCKET, soMeminfo, &info, &length) == 0, length >= socklen_t(count * 4) else {
-            return nil
-        }
-        return UInt64(info[count - 1])
+        return socketKernelDrops(of: fileDescriptor)
     }
 
     /// Sends `bytes` to `destination`, from any thread (sends from one thread go out in order).
@@ -312,4 +291,37 @@ final class _SendRequest: @unchecked Sendable {  // Handed to the loop thread on
     private func finish(_ status: Int32) {
         completion?(status < 0 ? UVError(code: status, operation: "send") : nil)
     }
+}
+
+/// Reads, without waiting, at most `limit` datagrams from `fd` (-1: none), each handed to `body`
+/// with whether it was longer than 64 KiB and cut there; returns how many.
+func drainDatagrams(
+    of fd: Int32, limit: Int, _ body: (UnsafeRawBufferPointer, _ isTruncated: Bool) -> Void
+) -> Int {
+    guard fd >= 0 else { return 0 }
+    let slot = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+    defer { slot.deallocate() }
+    var read = 0
+    while read < limit {
+        // MSG_TRUNC: the datagram's full length, to tell a cut one.
+        let received = recv(fd, slot.baseAddress, slot.count, Int32(MSG_DONTWAIT | MSG_TRUNC))
+        guard received >= 0 else { break }
+        body(UnsafeRawBufferPointer(rebasing: slot[0..<min(received, slot.count)]), received > slot.count)
+        read += 1
+    }
+    return read
+}
+
+/// The datagrams the kernel dropped for socket `fd` (-1: none) because its receive buffer was
+/// full: Linux's `SO_MEMINFO`, `SK_MEMINFO_DROPS`; nil where the kernel does not say.
+func socketKernelDrops(of fd: Int32) -> UInt64? {
+    guard fd >= 0 else { return nil }
+    let count = 9  // SK_MEMINFO_VARS; SK_MEMINFO_DROPS is the last.
+    var info = [UInt32](repeating: 0, count: count)
+    var length = socklen_t(count * 4)
+    let soMeminfo: Int32 = 55  // SO_MEMINFO, which Glibc's module does not export.
+    guard getsockopt(fd, SOL_SOCKET, soMeminfo, &info, &length) == 0, length >= socklen_t(count * 4) else {
+        return nil
+    }
+    return UInt64(info[count - 1])
 }

@@ -39,6 +39,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var graphiteMaxQueued = 16 << 20
         var prometheusTimers = PrometheusOptions.Timers.histogram
         var prometheusBuckets = PrometheusOptions.defaultBuckets
+        var unixSocket: String?
+        var unixSocketMode: UInt32 = 0o660
     }
 
     /// The most TCP clients connected at once; one beyond it is disconnected at once and
@@ -55,6 +57,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     let loop: EventLoop
     let scheduler: LoopScheduler
     let udp: UDPSocket
+    /// `--unix-socket`: a Unix datagram socket, read as the UDP socket is.
+    let unix: UnixDatagramSocket?
     let tcp: TCPListener
     let output: OutputWriter
     let graphite: GraphiteOutput?
@@ -82,6 +86,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     // When the current interval began (the start or the last flush), on the monotonic clock.
     private var intervalStart = DispatchTime.now().uptimeNanoseconds
     private var latestKernelDrops: UInt64 = 0
+    /// The Unix socket's kernel drops, as last read (it cannot be read once closed).
+    private var unixKernelDrops: UInt64 = 0
     private let lastFlushNanoseconds = Atomic<UInt64>(0)  // Written by the flush queue, read on the loop.
     /// Series left out of the last Prometheus exposition (name or labels taken). Written by the
     /// flush queue, read on the loop.
@@ -110,12 +116,26 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         } else {
             graphite = nil
         }
+        if let path = configuration.unixSocket {
+            do {
+                unix = try UnixDatagramSocket(
+                    boundTo: path, on: loop, mode: configuration.unixSocketMode,
+                    receiveBufferSize: configuration.udpBuffer)
+            } catch {
+                udp.close()
+                tcp.close()
+                throw StartupError(description: "--unix-socket \(path): cannot receive there: \(error.message)")
+            }
+        } else {
+            unix = nil
+        }
         if let address = configuration.prometheus {
             do {
                 prometheus = try PrometheusEndpoint(at: address, on: loop, scheduler: scheduler, logger: logger)
             } catch {
                 udp.close()
                 tcp.close()
+                unix?.close()
                 throw StartupError(description: "--prometheus \(address): cannot listen there: \(error.message)")
             }
         } else {
@@ -197,6 +217,17 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
                 datagram.bytes.withUnsafeBytes { ingest.ingest(datagram: $0, truncated: datagram.isTruncated) }
             case let .failed(error): logger.error("UDP receive failed: \(error)")
             default: break
+            }
+        }
+        if let unix {
+            logger.info("receiving on the Unix datagram socket \(unix.path)")
+            inputs += unix.datagrams.start { [self] event in
+                switch event {
+                case let .value(datagram):
+                    datagram.bytes.withUnsafeBytes { ingest.ingest(datagram: $0, truncated: datagram.isTruncated) }
+                case let .failed(error): logger.error("Unix socket receive failed: \(error)")
+                default: break
+                }
             }
         }
         inputs += tcp.connections.start { [self] event in
@@ -312,6 +343,10 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             )
         }
         daemon.graphiteDroppedLines = graphite?.droppedLines
+        if let unix {
+            unixKernelDrops = unix.kernelDrops ?? unixKernelDrops
+            daemon.unixSocketKernelDrops = unixKernelDrops
+        }
         let metrics = selfMetrics.report(ingest.counts, daemon, table: table)
         let flush = Flush(
             table: table, timestamp: Self.wallClock(), intervalSeconds: intervalSeconds,
@@ -351,6 +386,11 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             flushTimer?.dispose()
             drainUDP()
             udp.close()
+            if let unix {
+                unixKernelDrops = unix.kernelDrops ?? unixKernelDrops
+                _ = unix.drain { bytes, truncated in ingest.ingest(datagram: bytes, truncated: truncated) }
+                unix.close()
+            }
             for connection in connections.values { connection.close() }
             connections = [:]
             // Bounded: a stalled output delays the exit by `outputGrace` at most, Graphite by

@@ -16,7 +16,7 @@ struct Loopd: ParsableCommand {
         commandName: "loopd",
         abstract: "A StatsD and DogStatsD metrics daemon on a ReactiveLoop event loop.",
         discussion: """
-            Receives StatsD lines over UDP and TCP, aggregates them, and every --flush-interval \
+            Receives StatsD lines over UDP and TCP (and a Unix datagram socket with --unix-socket), aggregates them, and every --flush-interval \
             seconds writes a JSON line per flush (--output), sends Graphite plaintext \
             (--graphite) and serves Prometheus' text format (--prometheus). SIGTERM or SIGINT: \
             final flush and exit 0. SIGHUP: reopen the output file. See docs/loopd.md.
@@ -68,6 +68,17 @@ struct Loopd: ParsableCommand {
             "The Prometheus histograms' bucket bounds, ascending and comma-separated: in seconds for timers, as sent for histograms and distributions."
     )
     var prometheusBuckets = PrometheusOptions.defaultBuckets.map { "\($0)" }.joined(separator: ",")
+
+    @Option(
+        name: .customLong("unix-socket"),
+        help:
+            "A Unix datagram socket to receive on too, as DogStatsD clients' socket_path (a stale socket file is replaced; the file is removed at exit)."
+    )
+    var unixSocket: String?
+
+    @Option(
+        name: .customLong("unix-socket-mode"), help: "The --unix-socket file's permissions, in octal.")
+    var unixSocketMode = "660"
 
     @Option(
         name: .customLong("max-series"), parsing: .unconditional,
@@ -122,6 +133,10 @@ struct Loopd: ParsableCommand {
         try check(
             PrometheusOptions.Timers(rawValue: prometheusTimers) != nil,
             "--prometheus-timers must be histogram or summary, got \(prometheusTimers)")
+        try check(
+            UInt32(unixSocketMode, radix: 8).map { $0 <= 0o777 } == true,
+            "--unix-socket-mode must be octal permissions in 0...777, got \(unixSocketMode)")
+        try check(unixSocket?.isEmpty != true, "--unix-socket must be a path, got an empty string")
         do {
             _ = try PrometheusOptions.bucketList(prometheusBuckets)
         } catch {
@@ -151,7 +166,8 @@ struct Loopd: ParsableCommand {
                 maxSeries: maxSeries, expireAfter: UInt32(expireAfter),
                 tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued,
                 prometheusTimers: PrometheusOptions.Timers(rawValue: prometheusTimers)!,
-                prometheusBuckets: try PrometheusOptions.bucketList(prometheusBuckets))
+                prometheusBuckets: try PrometheusOptions.bucketList(prometheusBuckets), unixSocket: unixSocket,
+                unixSocketMode: UInt32(unixSocketMode, radix: 8)!)
         } catch let error as Daemon.StartupError {
             throw ValidationError(error.description)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import LoopdCore
+import ReactiveLoopTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -186,6 +187,11 @@ struct LoopdEndToEndTests {
         (["--host", "example.com"], "--host/--port example.com: not a numeric"),
         (["--log-level", "loud"], "--log-level must be one of"),
         (["--prometheus-timers", "both"], "--prometheus-timers must be histogram or summary, got both"),
+        (["--unix-socket-mode", "999"], "--unix-socket-mode must be octal permissions in 0...777, got 999"),
+        (
+            ["--unix-socket", "/nonexistent-dir/loopd.sock"],
+            "--unix-socket /nonexistent-dir/loopd.sock: cannot receive there"
+        ),
         (["--prometheus-buckets", "1,0.5"], "--prometheus-buckets 1,0.5: bounds must be strictly ascending"),
         (["--prometheus-buckets", "0.1,x"], "--prometheus-buckets 0.1,x: \"x\" is not a number"),
         (["--prometheus-buckets", "-1,-2"], "--prometheus-buckets -1,-2: bounds must be strictly ascending"),
@@ -227,6 +233,46 @@ struct LoopdEndToEndTests {
         let loopd = try LoopdProcess()
         #expect(loopd.log().contains("loopd \(LoopdVersion.string) listening on "))
         loopd.signal(SIGTERM)
+    }
+
+    @Test func aUnixDatagramSocketReceivesAndItsFileGoesAtExit() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "loopd-uds-\(UUID().uuidString.prefix(8))"
+        ).path
+        defer { unlink(path) }
+        // A file left by a loopd that was killed: replaced.
+        leaveStaleUnixSocket(at: path)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let loopd = try LoopdProcess(["--unix-socket", path, "--unix-socket-mode", "600"])
+        try loopd.waitForLog("receiving on the Unix datagram socket \(path)")
+        var status = stat()
+        #expect(lstat(path, &status) == 0 && status.st_mode & 0o777 == 0o600)
+        // A second loopd on the same path is refused, naming the flag.
+        let second = try LoopdProcess(["--unix-socket", path], waitForListening: false)
+        second.waitForExit()
+        #expect(second.process.terminationStatus == 1)
+        #expect(second.log().contains("--unix-socket \(path): cannot receive there"))
+        var sent = 0
+        for _ in 0..<100 {
+            let datagram = Array("uds.count:1|c\nuds.timer:5|ms".utf8)
+            let result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
+                    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+                    defer { close(fd) }
+                    return sendto(fd, datagram, datagram.count, 0, target, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            if result == datagram.count { sent += 1 }
+        }
+        #expect(sent == 100)
+        #expect(loopd.signal(SIGTERM) < 5)
+        #expect(loopd.process.terminationStatus == 0)
+        let totals = Totals(try loopd.flushes())
+        #expect(totals.counters["uds.count"] == 100, "every datagram, through SIGTERM")
+        #expect(totals.counters["loopd.unix_socket_kernel_drops"] == 0)
+        #expect(access(path, F_OK) != 0, "the socket file is removed at exit")
     }
 
     /// A datagram socket playing systemd's notification socket, at `path` (a leading `@`:

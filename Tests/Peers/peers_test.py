@@ -109,7 +109,8 @@ ENABLE_TAGS = False
         exporter_port = free_port()
         output = os.path.join(work, "flushes.jsonl")
         loopd = start([loopd_binary, "--port", str(loopd_port), "--flush-interval", "2", "--output", output,
-                       "--graphite", f"localhost:{carbon_port}", "--prometheus", f"127.0.0.1:{exporter_port}"],
+                       "--graphite", f"localhost:{carbon_port}", "--prometheus", f"127.0.0.1:{exporter_port}",
+                       "--unix-socket", os.path.join(work, "dsd.sock")],
                       "loopd")
         wait_for("loopd to listen", lambda: port_open(loopd_port) and port_open(exporter_port))
 
@@ -157,12 +158,18 @@ scrape_configs:
                   date_happened=1700000000)
         dog.service_check("peer.db", DogStatsd.CRITICAL, tags=["env:peer"], message="down m: since 10:00")
         dog.flush()
+        # The datagram client over the Unix socket (its socket_path mode), as Datadog recommends
+        # for high volume on one host.
+        uds = DogStatsd(socket_path=os.path.join(work, "dsd.sock"), disable_telemetry=True, disable_buffering=False)
+        for _ in range(200):
+            uds.increment("peer.uds.counter", tags=["via:uds"])
+        uds.flush()
         # Sampled timers (every sample is 10 ms, sent at rate 0.5) and a counter sent negative
         # increments, as raw datagrams: the clients drop sampled sends at random.
         raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for _ in range(20):
             raw.sendto(b"peer.sampled:10|ms|@0.5\npeer.neg:5|c\npeer.neg:-3|c", ("127.0.0.1", loopd_port))
-        sent_lines = 500 + 100 + 2 + 4 + 50 + 100 + 900 + 2 + 2 + 60
+        sent_lines = 500 + 100 + 2 + 4 + 50 + 100 + 900 + 2 + 2 + 200 + 60
 
         def all_lines_in():
             counters = totals(output)[0]
@@ -176,6 +183,7 @@ scrape_configs:
             "piped": (counters.get(("peer.piped", ())), 50),
             "tcp": (counters.get(("peer.tcp", ())), 100),
             "dd.counter": (counters.get(("peer.dd.counter", ("env:peer", "zone:b"))), 300),
+            "uds counter": (counters.get(("peer.uds.counter", ("via:uds",))), 200),
             "timer count": (timers.get(("peer.timer", ()), (0, 0))[0], 100),
             "timer sum": (timers.get(("peer.timer", ()), (0, 0))[1], sum(range(100))),
             "dd.hist count": (timers.get(("peer.dd.hist", ("env:peer",)), (0, 0))[0], 300),
@@ -300,7 +308,7 @@ scrape_configs:
                 print(f"--- {name}.log (tail)")
                 print("".join(open(os.path.join(work, name + ".log")).readlines()[-20:]))
             return 1
-        print(f"peers: statsd, datadog, carbon-cache and prometheus agree with loopd ({sent_lines} lines)")
+        print(f"peers: statsd, datadog (UDP and Unix socket), carbon-cache and prometheus agree with loopd ({sent_lines} lines)")
         return 0
     finally:
         for process in processes:

@@ -74,3 +74,16 @@ extension Thread {
         Thread.detachNewThread(body)
     }
 }
+
+/// Leaves a Unix datagram socket file at `path` that nobody listens on, as a process that was
+/// killed leaves it.
+public func leaveStaleUnixSocket(at path: String) {
+    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    close(fd)
+}

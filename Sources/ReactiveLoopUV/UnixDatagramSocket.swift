@@ -1,0 +1,227 @@
+import CLibUV
+import ReactiveLoop
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A datagram received on a `UnixDatagramSocket`.
+public struct UnixDatagram: Sendable {
+    /// The datagram's bytes (a view into the socket's receive buffer: copy what you keep long).
+    public let bytes: ReceivedBytes
+    /// Whether the datagram was longer than 64 KiB and cut there.
+    public let isTruncated: Bool
+}
+
+/// A Unix domain datagram socket bound to a path, as StatsD clients use on one host (DogStatsD's
+/// `socket_path`): no network stack between client and server, and a sender that the kernel
+/// makes wait (or fail) rather than drop silently when the buffer is full.
+///
+/// The socket file is created with `mode`. A file left at `path` by a process that is gone (a
+/// socket nobody listens on) is removed first; a socket someone is still listening on, or a
+/// file that is not a socket, makes `init` throw (`EADDRINUSE`, `EEXIST`). Closing removes the
+/// file. Reading is libuv's poll on the descriptor: datagrams are read as they arrive, at most
+/// `maxBatch` per wake-up, so that one busy socket does not starve the loop.
+public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  // Confined to the loop thread.
+    /// The loop the socket lives on.
+    public let loop: EventLoop
+    /// The socket file's path.
+    public let path: String
+    /// The receive buffer size the kernel granted (`SO_RCVBUF`).
+    public let receiveBufferSize: Int
+
+    var handle: UnsafeMutablePointer<uv_handle_t>?
+    /// The poll handle, until the socket starts closing.
+    private var watching: UnsafeMutablePointer<uv_poll_t>?
+    private var descriptor: Int32
+    private let reader = _SingleReader<UnixDatagram>()
+    private var buffer = _ReceiveBuffer(capacity: UnixDatagramSocket.slot)
+
+    /// Bytes per datagram read: the longest datagram kept whole.
+    static let slot = 64 * 1024
+    /// The most datagrams read per wake-up.
+    public static let maxBatch = 64
+
+    /// Creates a socket bound to `path` on `loop`, from any thread (as `UDPSocket.init`).
+    ///
+    /// - Parameters:
+    ///   - mode: The socket file's permissions (`0o660`: the owner and the group may send).
+    ///   - receiveBufferSize: The `SO_RCVBUF` size to ask for (as `UDPSocket`'s); nil keeps the
+    ///     system's default.
+    /// - Throws: `UVError`: `ENAMETOOLONG` for a path longer than a socket address holds,
+    ///   `EADDRINUSE` if a socket at `path` is in use, `EEXIST` if a file that is not a socket is
+    ///   there, or the system's error from `socket`, `bind` or `chmod`.
+    public init(boundTo path: String, on loop: EventLoop, mode: UInt32 = 0o660, receiveBufferSize: Int? = nil)
+        throws(UVError)
+    {
+        if let receiveBufferSize {
+            _require(
+                receiveBufferSize > 0 && receiveBufferSize <= Int(Int32.max),
+                "UnixDatagramSocket(boundTo:on:mode:receiveBufferSize:): receiveBufferSize must be in 1...\(Int32.max), got \(receiveBufferSize)"
+            )
+        }
+        self.loop = loop
+        self.path = path
+        let operation = "UnixDatagramSocket(boundTo: \"\(path)\")"
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path), !bytes.contains(0) else {
+            throw UVError(code: Int32(UV_ENAMETOOLONG.rawValue), operation: "\(operation): not a usable socket path")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        try Self.removeStale(path, address, operation)
+        let fd = socket(
+            AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw UVError(code: -errno, operation: "\(operation): socket") }
+        func fail(_ what: String) -> UVError {
+            let error = UVError(code: -errno, operation: "\(operation): \(what)")
+            Glibc.close(fd)
+            return error
+        }
+        if let receiveBufferSize {
+            var value = Int32(receiveBufferSize / 2)
+            if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &value, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+                value = Int32(receiveBufferSize)
+                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, socklen_t(MemoryLayout<Int32>.size))
+            }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0 else { throw fail("bind") }
+        guard chmod(path, mode_t(mode)) == 0 else {
+            let error = fail("chmod \(String(mode, radix: 8))")
+            unlink(path)
+            throw error
+        }
+        var granted: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted, &length)
+        self.receiveBufferSize = Int(granted)
+        descriptor = fd
+        do throws(UVError) {
+            try loop.performSync { () throws(UVError) in
+                let poll = try allocateHandle(uv_poll_t.self, "uv_poll_init") { uv_poll_init(loop.uvLoop, $0, fd) }
+                self.watching = poll
+                self.adopt(poll)
+            }
+        } catch {
+            Glibc.close(fd)
+            unlink(path)
+            throw error
+        }
+    }
+
+    // The descriptor is closed (and the file removed) as the handle starts closing; see
+    // `handleWillClose`.
+    deinit { closeOrphanedHandle() }
+
+    /// Removes a socket file nobody listens on; throws for a live socket or another file.
+    private static func removeStale(_ path: String, _ address: sockaddr_un, _ operation: String) throws(UVError) {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return }  // Nothing there.
+        guard status.st_mode & S_IFMT == S_IFSOCK else {
+            throw UVError(
+                code: Int32(UV_EEXIST.rawValue), operation: "\(operation): a file that is not a socket is there")
+        }
+        // A socket someone listens on accepts a datagram; one left by a process that is gone
+        // refuses it (ECONNREFUSED).
+        let probe = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { Glibc.close(probe) }
+        var address = address
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        if connected == 0 {
+            throw UVError(code: Int32(UV_EADDRINUSE.rawValue), operation: "\(operation): a socket in use is there")
+        }
+        unlink(path)
+    }
+
+    /// The datagrams received, on the loop thread, from when the producer is started until its
+    /// run is disposed (one run at a time; a second concurrent start fails with `EALREADY`).
+    /// Completes when the socket is closed, is interrupted when the loop stops, and fails if
+    /// reading fails.
+    public var datagrams: SignalProducer<UnixDatagram, UVError> {
+        reader.producer(
+            "UnixDatagramSocket.datagrams", loop: loop, isOpen: { [weak self] in self?.handle != nil },
+            start: { [weak self] in self?.startReading() },
+            stop: { [weak self] in if let self, let handle { uv_poll_stop(Self.poll(handle)) } })
+    }
+
+    /// The datagrams the kernel dropped for this socket because its receive buffer was full
+    /// (`SO_MEMINFO`, as `UDPSocket.kernelDrops`); nil once closed. Loop thread only.
+    public var kernelDrops: UInt64? {
+        loop.assertInEventLoop()
+        return socketKernelDrops(of: handle == nil ? -1 : descriptor)
+    }
+
+    /// Reads, without waiting, what the kernel holds for the socket, as `UDPSocket.drain`: at
+    /// most `limit` datagrams, each handed to `body` (valid during the call only, and whether it
+    /// was cut at 64 KiB). Loop thread only.
+    ///
+    /// - Returns: The number of datagrams read (0 once closed).
+    /// - Precondition: `limit` is positive.
+    public func drain(limit: Int = 1_000_000, _ body: (UnsafeRawBufferPointer, _ isTruncated: Bool) -> Void) -> Int {
+        _require(limit > 0, "UnixDatagramSocket.drain(limit:_:): limit must be > 0, got \(limit)")
+        loop.assertInEventLoop()
+        return drainDatagrams(of: handle == nil ? -1 : descriptor, limit: limit, body)
+    }
+
+    /// Closes the socket and removes its file, from any thread: a `datagrams` run completes.
+    public func close() { closeFromAnyThread() }
+
+    // MARK: Loop thread
+
+    private static func poll(_ handle: UnsafeMutablePointer<uv_handle_t>) -> UnsafeMutablePointer<uv_poll_t> {
+        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_poll_t.self)
+    }
+
+    func handleWillClose(interrupted: Bool) {
+        reader.finish(interrupted: interrupted)
+        // Stopping the poll takes the descriptor out of libuv's watch at once: it can be closed.
+        // (An orphan, released before its loop ever ran, was never watched.)
+        // (`handle` is already nil here: the poll is kept apart until then.)
+        if let watching, loop.inEventLoop { uv_poll_stop(watching) }
+        watching = nil
+        if descriptor >= 0 {
+            Glibc.close(descriptor)
+            descriptor = -1
+            unlink(path)
+        }
+    }
+
+    private func startReading() -> UVError? {
+        guard let handle else { return nil }
+        let status = uv_poll_start(Self.poll(handle), Int32(UV_READABLE.rawValue)) { poll, status, _ in
+            UnixDatagramSocket.owner(of: poll).readable(status)
+        }
+        return status < 0 ? UVError(code: status, operation: "uv_poll_start") : nil
+    }
+
+    private func readable(_ status: Int32) {
+        guard status >= 0 else {
+            if let handle { uv_poll_stop(Self.poll(handle)) }
+            return reader.fail(UVError(code: status, operation: "UnixDatagramSocket.datagrams (poll)"))
+        }
+        for _ in 0..<Self.maxBatch {
+            guard handle != nil, let observer = reader.observer else { return }
+            let storage = buffer.next()
+            let received = recv(descriptor, storage.base, storage.capacity, Int32(MSG_DONTWAIT | MSG_TRUNC))
+            if received < 0 {
+                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
+                if let handle { uv_poll_stop(Self.poll(handle)) }
+                return reader.fail(UVError(code: -errno, operation: "UnixDatagramSocket.datagrams (recv)"))
+            }
+            let count = min(received, storage.capacity)
+            observer.send(
+                value: UnixDatagram(
+                    bytes: ReceivedBytes(storage: storage, range: 0..<count), isTruncated: received > storage.capacity))
+        }
+    }
+}
