@@ -112,7 +112,12 @@ ENABLE_TAGS = False
                        "--graphite", f"localhost:{carbon_port}", "--prometheus", f"127.0.0.1:{exporter_port}",
                        "--unix-socket", os.path.join(work, "dsd.sock")],
                       "loopd")
-        wait_for("loopd to listen", lambda: port_open(loopd_port) and port_open(exporter_port))
+        try:
+            wait_for("loopd to listen", lambda: port_open(loopd_port) and port_open(exporter_port))
+        except AssertionError:
+            status = loopd.poll()
+            raise AssertionError(f"loopd is not listening (exit status {status}):\n"
+                                 + open(os.path.join(work, "loopd.log")).read())
 
         # Prometheus scraping loopd every second.
         prometheus_port = free_port()
