@@ -22,8 +22,6 @@ public struct SelfMetrics {
         public var prometheus: (connectionsRefused: UInt64, seriesLeftOut: Int, seriesMerged: Int)?
         /// With `--graphite`: lines dropped from its queue.
         public var graphiteDroppedLines: UInt64?
-        /// With `--unix-socket`: datagrams the kernel dropped on it.
-        public var unixSocketKernelDrops: UInt64?
 
         /// No counts.
         public init() {}
@@ -36,7 +34,6 @@ public struct SelfMetrics {
                 && lhs.prometheus?.seriesLeftOut == rhs.prometheus?.seriesLeftOut
                 && lhs.prometheus?.seriesMerged == rhs.prometheus?.seriesMerged
                 && lhs.graphiteDroppedLines == rhs.graphiteDroppedLines
-                && lhs.unixSocketKernelDrops == rhs.unixSocketKernelDrops
         }
     }
 
@@ -83,7 +80,6 @@ public struct SelfMetrics {
             gauge("loopd.prometheus_series_merged", Double(prometheus.seriesMerged))
         }
         if let dropped = daemon.graphiteDroppedLines { counter("loopd.graphite_dropped_lines", dropped) }
-        if let dropped = daemon.unixSocketKernelDrops { counter("loopd.unix_socket_kernel_drops", dropped) }
         return metrics
     }
 }

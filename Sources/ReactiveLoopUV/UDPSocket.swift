@@ -294,12 +294,12 @@ final class _SendRequest: @unchecked Sendable {  // Handed to the loop thread on
 }
 
 /// Reads, without waiting, at most `limit` datagrams from `fd` (-1: none), each handed to `body`
-/// with whether it was longer than 64 KiB and cut there; returns how many.
+/// with whether it was longer than `size` bytes and cut there; returns how many.
 func drainDatagrams(
-    of fd: Int32, limit: Int, _ body: (UnsafeRawBufferPointer, _ isTruncated: Bool) -> Void
+    of fd: Int32, limit: Int, slot size: Int = 64 * 1024, _ body: (UnsafeRawBufferPointer, _ isTruncated: Bool) -> Void
 ) -> Int {
     guard fd >= 0 else { return 0 }
-    let slot = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+    let slot = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
     defer { slot.deallocate() }
     var read = 0
     while read < limit {

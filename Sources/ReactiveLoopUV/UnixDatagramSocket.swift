@@ -9,7 +9,7 @@ import ReactiveLoop
 public struct UnixDatagram: Sendable {
     /// The datagram's bytes (a view into the socket's receive buffer: copy what you keep long).
     public let bytes: ReceivedBytes
-    /// Whether the datagram was longer than 64 KiB and cut there.
+    /// Whether the datagram was longer than `UnixDatagramSocket.maxDatagram` and cut there.
     public let isTruncated: Bool
 }
 
@@ -20,7 +20,9 @@ public struct UnixDatagram: Sendable {
 /// The socket file is created with `mode`. A file left at `path` by a process that is gone (a
 /// socket nobody listens on) is removed first; a socket someone is still listening on, or a
 /// file that is not a socket, makes `init` throw (`EADDRINUSE`, `EEXIST`). Closing removes the
-/// file. Reading is libuv's poll on the descriptor: datagrams are read as they arrive, at most
+/// file if the path still names this socket. A full queue (`net.unix.max_dgram_qlen`
+/// datagrams) makes a sender wait, or fail with `EAGAIN` if its socket does not block: the
+/// kernel drops nothing here. Reading is libuv's poll on the descriptor: datagrams are read as they arrive, at most
 /// `maxBatch` per wake-up, so that one busy socket does not starve the loop.
 public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  // Confined to the loop thread.
     /// The loop the socket lives on.
@@ -31,14 +33,17 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
     public let receiveBufferSize: Int
 
     var handle: UnsafeMutablePointer<uv_handle_t>?
+    /// The socket file's device and inode: the file closing removes, if it is still this one.
+    private var file: (dev_t, ino_t) = (0, 0)
     /// The poll handle, until the socket starts closing.
     private var watching: UnsafeMutablePointer<uv_poll_t>?
     private var descriptor: Int32
     private let reader = _SingleReader<UnixDatagram>()
-    private var buffer = _ReceiveBuffer(capacity: UnixDatagramSocket.slot)
+    private var buffer = _ReceiveBuffer(capacity: UnixDatagramSocket.maxDatagram)
 
-    /// Bytes per datagram read: the longest datagram kept whole.
-    static let slot = 64 * 1024
+    /// The longest datagram read whole, in bytes: a Unix datagram may be as long as its
+    /// sender's `SO_SNDBUF` (208 KiB by default); a longer one is cut and marked.
+    public static let maxDatagram = 256 * 1024
     /// The most datagrams read per wake-up.
     public static let maxBatch = 64
 
@@ -97,6 +102,13 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
             unlink(path)
             throw error
         }
+        var created = stat()
+        guard lstat(path, &created) == 0 else {
+            let error = fail("lstat")
+            unlink(path)
+            throw error
+        }
+        file = (created.st_dev, created.st_ino)
         var granted: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted, &length)
@@ -137,7 +149,9 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
                 connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        if connected == 0 {
+        // Only a refusal says nobody is there: any other answer (a stream socket's EPROTOTYPE,
+        // a socket this user may not write to, EACCES) is a socket someone may be using.
+        if connected == 0 || errno != ECONNREFUSED {
             throw UVError(code: Int32(UV_EADDRINUSE.rawValue), operation: "\(operation): a socket in use is there")
         }
         unlink(path)
@@ -170,10 +184,19 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
     public func drain(limit: Int = 1_000_000, _ body: (UnsafeRawBufferPointer, _ isTruncated: Bool) -> Void) -> Int {
         _require(limit > 0, "UnixDatagramSocket.drain(limit:_:): limit must be > 0, got \(limit)")
         loop.assertInEventLoop()
-        return drainDatagrams(of: handle == nil ? -1 : descriptor, limit: limit, body)
+        return drainDatagrams(of: handle == nil ? -1 : descriptor, limit: limit, slot: Self.maxDatagram, body)
     }
 
-    /// Closes the socket and removes its file, from any thread: a `datagrams` run completes.
+    /// Stops the socket taking datagrams (`shutdown(SHUT_RD)`): senders get an error from now
+    /// on instead of a success for a datagram nobody will read. What was queued before stays
+    /// for `drain`. For a shutdown: call it, then `drain`, then `close`. Loop thread only.
+    public func shutdownReading() {
+        loop.assertInEventLoop()
+        if handle != nil { shutdown(descriptor, Int32(SHUT_RD)) }
+    }
+
+    /// Closes the socket and removes its file (if the path still names it), from any thread: a
+    /// `datagrams` run completes.
     public func close() { closeFromAnyThread() }
 
     // MARK: Loop thread
@@ -192,7 +215,10 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
         if descriptor >= 0 {
             Glibc.close(descriptor)
             descriptor = -1
-            unlink(path)
+            // Only this socket's file: another may have taken the path since (the file removed
+            // and replaced), and it is not this socket's to remove.
+            var now = stat()
+            if lstat(path, &now) == 0 && now.st_dev == file.0 && now.st_ino == file.1 { unlink(path) }
         }
     }
 

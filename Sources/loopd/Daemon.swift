@@ -86,8 +86,6 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     // When the current interval began (the start or the last flush), on the monotonic clock.
     private var intervalStart = DispatchTime.now().uptimeNanoseconds
     private var latestKernelDrops: UInt64 = 0
-    /// The Unix socket's kernel drops, as last read (it cannot be read once closed).
-    private var unixKernelDrops: UInt64 = 0
     private let lastFlushNanoseconds = Atomic<UInt64>(0)  // Written by the flush queue, read on the loop.
     /// Series left out of the last Prometheus exposition (name or labels taken). Written by the
     /// flush queue, read on the loop.
@@ -118,9 +116,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         }
         if let path = configuration.unixSocket {
             do {
-                unix = try UnixDatagramSocket(
-                    boundTo: path, on: loop, mode: configuration.unixSocketMode,
-                    receiveBufferSize: configuration.udpBuffer)
+                unix = try UnixDatagramSocket(boundTo: path, on: loop, mode: configuration.unixSocketMode)
             } catch {
                 udp.close()
                 tcp.close()
@@ -241,11 +237,21 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         flushTimer = SignalProducer<Date, Never>.timer(interval: interval, on: scheduler)
             .startWithValues { [self] _ in flush(completion: nil) }
         prometheus?.ready.store(true, ordering: .relaxed)
+        if getenv("NOTIFY_SOCKET") != nil && systemd == nil {
+            logger.warning(
+                "NOTIFY_SOCKET names no socket loopd can use (an absolute path or @name): not notifying systemd")
+        }
         if let systemd {
-            systemd.notify("READY=1\nSTATUS=receiving on \(udp.localAddress)\nMAINPID=\(getpid())")
+            let receiving = [udp.localAddress.description] + (unix.map { [$0.path] } ?? [])
+            if !systemd.notify(
+                "READY=1\nSTATUS=receiving on \(receiving.joined(separator: " and "))\nMAINPID=\(getpid())")
+            {
+                logger.warning("could not notify systemd at NOTIFY_SOCKET: \(String(cString: strerror(errno)))")
+            }
             if let microseconds = systemd.watchdogMicroseconds {
-                // From the loop thread: a loop that stops turning stops the pings.
-                let ping = DispatchTimeInterval.microseconds(Int(min(microseconds / 2, UInt64(Int32.max))))
+                // From the loop thread: a loop that stops turning stops the pings. At most
+                // every millisecond, whatever WATCHDOG_USEC says.
+                let ping = DispatchTimeInterval.microseconds(Int(min(max(microseconds / 2, 1000), UInt64(Int32.max))))
                 inputs += SignalProducer<Date, Never>.timer(interval: ping, on: scheduler)
                     .startWithValues { _ in systemd.notify("WATCHDOG=1") }
             }
@@ -343,10 +349,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             )
         }
         daemon.graphiteDroppedLines = graphite?.droppedLines
-        if let unix {
-            unixKernelDrops = unix.kernelDrops ?? unixKernelDrops
-            daemon.unixSocketKernelDrops = unixKernelDrops
-        }
+
         let metrics = selfMetrics.report(ingest.counts, daemon, table: table)
         let flush = Flush(
             table: table, timestamp: Self.wallClock(), intervalSeconds: intervalSeconds,
@@ -387,7 +390,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             drainUDP()
             udp.close()
             if let unix {
-                unixKernelDrops = unix.kernelDrops ?? unixKernelDrops
+                // Senders get an error from now on, not a success for a datagram never read.
+                unix.shutdownReading()
                 _ = unix.drain { bytes, truncated in ingest.ingest(datagram: bytes, truncated: truncated) }
                 unix.close()
             }

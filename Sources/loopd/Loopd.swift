@@ -77,7 +77,8 @@ struct Loopd: ParsableCommand {
     var unixSocket: String?
 
     @Option(
-        name: .customLong("unix-socket-mode"), help: "The --unix-socket file's permissions, in octal.")
+        name: .customLong("unix-socket-mode"), parsing: .unconditional,
+        help: "The --unix-socket file's permissions, in octal.")
     var unixSocketMode = "660"
 
     @Option(

@@ -24,13 +24,17 @@ struct SystemdNotifier {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard !path.isEmpty, path.count < capacity, path[0] == UInt8(ascii: "/") || path[0] == UInt8(ascii: "@")
-        else { return nil }
-        let abstract = path[0] == UInt8(ascii: "@")
+        guard let first = path.first, first == UInt8(ascii: "/") || first == UInt8(ascii: "@") else { return nil }
+        let abstract = first == UInt8(ascii: "@")
+        // A path needs its terminating NUL; an abstract name does not.
+        guard path.count < capacity || (abstract && path.count == capacity) else { return nil }
         if abstract { path[0] = 0 }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
         let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + path.count + (abstract ? 0 : 1))
-        let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        // Non-blocking: a notification systemd does not take (its queue full) is lost, never a
+        // loop thread stuck in sendto.
+        let descriptor = socket(
+            AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard descriptor >= 0 else { return nil }
         var watchdog: UInt64?
         if let usec = getenv("WATCHDOG_USEC").flatMap({ UInt64(String(cString: $0)) }), usec > 0 {

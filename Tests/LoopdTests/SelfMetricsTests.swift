@@ -50,7 +50,6 @@ struct SelfMetricsTests {
         var daemon = SelfMetrics.Daemon()
         daemon.prometheus = (0, 0, 0)
         daemon.graphiteDroppedLines = 0
-        daemon.unixSocketKernelDrops = 0
         let reported = metrics.report(Ingest.Counts(), daemon, table: SeriesTable(maxSeries: 1))
         #expect(Set(reported.map(\.name)) == Set(documented.keys))
         for metric in reported {

@@ -11,9 +11,10 @@ import Testing
 /// Sends `datagrams` to the Unix datagram socket at `path`, from a raw socket; returns how many
 /// the kernel took.
 @discardableResult
-func sendUnixDatagrams(_ datagrams: [[UInt8]], to path: String) -> Int {
+func sendUnixDatagrams(_ datagrams: [[UInt8]], to path: String, sendBuffer: Int32? = nil) -> Int {
     let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
     defer { close(fd) }
+    if var size = sendBuffer { setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) }
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
@@ -53,13 +54,19 @@ struct UnixDatagramSocketTests {
                 default: ending.value = "\(event)"
                 }
             }
-            // More than a wake-up reads, and one longer than 64 KiB.
+            // More than a wake-up reads, and one longer than the longest kept whole.
             let count = UnixDatagramSocket.maxBatch * 3
             #expect(sendUnixDatagrams((0..<count).map { Array("d\($0)".utf8) }, to: path) == count)
-            #expect(sendUnixDatagrams([[UInt8](repeating: 120, count: 70_000)], to: path) == 1)
-            #expect(eventually { received.value.count == count + 1 })
+            #expect(sendUnixDatagrams([[UInt8](repeating: 120, count: 70_000)], to: path, sendBuffer: 1 << 20) == 1)
+            #expect(
+                sendUnixDatagrams(
+                    [[UInt8](repeating: 121, count: UnixDatagramSocket.maxDatagram + 1)], to: path, sendBuffer: 1 << 20)
+                    == 1)
+            #expect(eventually { received.value.count == count + 2 })
             #expect(Array(received.value.prefix(count)) == (0..<count).map { "d\($0)false" })
-            #expect(received.value.last?.hasSuffix("true") == true, "cut at 64 KiB and marked")
+            #expect(
+                received.value[count].count == 70_000 + 5 && received.value[count].hasSuffix("false"), "70 KB whole")
+            #expect(received.value.last?.hasSuffix("true") == true, "cut at maxDatagram and marked")
             socket.close()
             #expect(eventually { ending.value == "completed" })
             #expect(eventually { access(path, F_OK) != 0 }, "closing removes the file")
@@ -83,6 +90,25 @@ struct UnixDatagramSocketTests {
             #expect(sendUnixDatagrams([Array("x".utf8)], to: path) == 1)
             first.close()
             #expect(eventually { access(path, F_OK) != 0 })
+            // A stream socket someone listens on is in use too, whatever its kind.
+            let listener = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            listen(listener, 4)
+            do throws(UVError) {
+                _ = try UnixDatagramSocket(boundTo: path, on: loop)
+                Issue.record("a listening stream socket was taken over")
+            } catch {
+                #expect(error.name == "EADDRINUSE")
+            }
+            close(listener)
+            unlink(path)
             // Not a socket: left alone.
             _ = FileManager.default.createFile(atPath: path, contents: Data("keep".utf8))
             do throws(UVError) {
@@ -99,6 +125,35 @@ struct UnixDatagramSocketTests {
             } catch {
                 #expect(error.name == "ENAMETOOLONG")
             }
+        }
+    }
+
+    @Test func closingRemovesOnlyItsOwnFileAndShutdownReadingRefusesSenders() throws {
+        try withLoop { loop in
+            let path = temporaryPath()
+            defer { unlink(path) }
+            let socket = try UnixDatagramSocket(boundTo: path, on: loop)
+            #expect(sendUnixDatagrams([Array("queued".utf8)], to: path) == 1)
+            let drained = Box<[String]>([])
+            let done = DispatchSemaphore(value: 0)
+            _ = loop.execute {
+                socket.shutdownReading()
+                done.signal()
+            }
+            done.wait()
+            #expect(sendUnixDatagrams([Array("late".utf8)], to: path) == 0, "refused: it would never be read")
+            _ = loop.execute {
+                _ = socket.drain { bytes, _ in drained.modify { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+                done.signal()
+            }
+            done.wait()
+            #expect(drained.value == ["queued"], "what was queued before is still read")
+            // Someone replaces the file: closing leaves theirs alone.
+            unlink(path)
+            _ = FileManager.default.createFile(atPath: path, contents: Data("theirs".utf8))
+            socket.close()
+            Thread.sleep(forTimeInterval: 0.1)
+            #expect(FileManager.default.contents(atPath: path) == Data("theirs".utf8))
         }
     }
 
