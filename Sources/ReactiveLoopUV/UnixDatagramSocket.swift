@@ -29,8 +29,6 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
     public let loop: EventLoop
     /// The socket file's path.
     public let path: String
-    /// The receive buffer size the kernel granted (`SO_RCVBUF`).
-    public let receiveBufferSize: Int
 
     var handle: UnsafeMutablePointer<uv_handle_t>?
     /// The socket file's device and inode: the file closing removes, if it is still this one.
@@ -50,21 +48,12 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
     /// Creates a socket bound to `path` on `loop`, from any thread (as `UDPSocket.init`).
     ///
     /// - Parameters:
-    ///   - mode: The socket file's permissions (`0o660`: the owner and the group may send).
-    ///   - receiveBufferSize: The `SO_RCVBUF` size to ask for (as `UDPSocket`'s); nil keeps the
-    ///     system's default.
+    ///   - mode: The socket file's permissions (`0o660`: the owner and the group may send). The
+    ///     queue's length is the system's `net.unix.max_dgram_qlen`, not a receive buffer size.
     /// - Throws: `UVError`: `ENAMETOOLONG` for a path longer than a socket address holds,
     ///   `EADDRINUSE` if a socket at `path` is in use, `EEXIST` if a file that is not a socket is
     ///   there, or the system's error from `socket`, `bind` or `chmod`.
-    public init(boundTo path: String, on loop: EventLoop, mode: UInt32 = 0o660, receiveBufferSize: Int? = nil)
-        throws(UVError)
-    {
-        if let receiveBufferSize {
-            _require(
-                receiveBufferSize > 0 && receiveBufferSize <= Int(Int32.max),
-                "UnixDatagramSocket(boundTo:on:mode:receiveBufferSize:): receiveBufferSize must be in 1...\(Int32.max), got \(receiveBufferSize)"
-            )
-        }
+    public init(boundTo path: String, on loop: EventLoop, mode: UInt32 = 0o660) throws(UVError) {
         self.loop = loop
         self.path = path
         let operation = "UnixDatagramSocket(boundTo: \"\(path)\")"
@@ -84,13 +73,6 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
             Glibc.close(fd)
             return error
         }
-        if let receiveBufferSize {
-            var value = Int32(receiveBufferSize / 2)
-            if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &value, socklen_t(MemoryLayout<Int32>.size)) != 0 {
-                value = Int32(receiveBufferSize)
-                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, socklen_t(MemoryLayout<Int32>.size))
-            }
-        }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
@@ -109,10 +91,6 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
             throw error
         }
         file = (created.st_dev, created.st_ino)
-        var granted: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted, &length)
-        self.receiveBufferSize = Int(granted)
         descriptor = fd
         do throws(UVError) {
             try loop.performSync { () throws(UVError) in
@@ -168,16 +146,9 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
             stop: { [weak self] in if let self, let handle { uv_poll_stop(Self.poll(handle)) } })
     }
 
-    /// The datagrams the kernel dropped for this socket because its receive buffer was full
-    /// (`SO_MEMINFO`, as `UDPSocket.kernelDrops`); nil once closed. Loop thread only.
-    public var kernelDrops: UInt64? {
-        loop.assertInEventLoop()
-        return socketKernelDrops(of: handle == nil ? -1 : descriptor)
-    }
-
     /// Reads, without waiting, what the kernel holds for the socket, as `UDPSocket.drain`: at
     /// most `limit` datagrams, each handed to `body` (valid during the call only, and whether it
-    /// was cut at 64 KiB). Loop thread only.
+    /// was cut at `maxDatagram`). Loop thread only.
     ///
     /// - Returns: The number of datagrams read (0 once closed).
     /// - Precondition: `limit` is positive.
