@@ -31,17 +31,51 @@ public struct SampleStats: Sendable, Equatable {
     public var min, max: Double
     /// `sum` over the count scaled by sample rates: the mean, whatever the rates.
     public var mean: Double
-    /// Nearest-rank percentiles: the smallest sample with at least p% of samples at or below it.
-    public var p50, p90, p95, p99: Double
+    /// The population standard deviation of the samples, each counted 1/rate times. Not
+    /// finite when `sumSquares` is not: outputs leave both out then.
+    public var stddev: Double
+    /// The sum of the samples' squares, each counted 1/rate times; infinite when a sample's
+    /// square overflows (beyond ±1.3e154).
+    public var sumSquares: Double
+    /// The percentiles asked for, in the order asked: for p, the nearest-rank percentile, the
+    /// smallest sample with at least p% of the samples at or below it. Exact for a series with
+    /// at most `SeriesTable.exactSamples` samples in the interval; beyond, within
+    /// `QuantileSketch.relativeAccuracy` of that sample (`approximate`).
+    public var percentiles: [Percentile]
+    /// Whether `percentiles` (and a histogram's buckets) come from a quantile sketch.
+    public var approximate: Bool
+
+    /// One percentile.
+    public struct Percentile: Sendable, Equatable {
+        /// The percentile asked for, in (0, 100].
+        public var p: Double
+        /// Its value.
+        public var value: Double
+
+        /// Creates a percentile.
+        public init(p: Double, value: Double) { (self.p, self.value) = (p, value) }
+
+        /// The name outputs give it: `p50`, `p99_9` (a `.` would be a separator in Graphite).
+        public var name: String {
+            var text = p == p.rounded() ? String(Int(p)) : String(p)
+            text = String(text.map { $0 == "." ? "_" : $0 })
+            return "p" + text
+        }
+    }
 
     /// Creates statistics.
     public init(
-        samples: Int, sum: Double, min: Double, max: Double, mean: Double, p50: Double, p90: Double, p95: Double,
-        p99: Double
+        samples: Int, sum: Double, min: Double, max: Double, mean: Double, stddev: Double = 0, sumSquares: Double = 0,
+        percentiles: [Percentile], approximate: Bool = false
     ) {
         (self.samples, self.sum, self.min, self.max, self.mean) = (samples, sum, min, max, mean)
-        (self.p50, self.p90, self.p95, self.p99) = (p50, p90, p95, p99)
+        (self.stddev, self.sumSquares, self.percentiles, self.approximate) = (
+            stddev, sumSquares, percentiles, approximate
+        )
     }
+
+    /// The value of percentile `p`, if it was asked for.
+    public func percentile(_ p: Double) -> Double? { percentiles.first { $0.p == p }?.value }
 }
 
 /// One series in a flush.
@@ -97,14 +131,18 @@ public struct Flush: Sendable {
         self.serviceChecks = serviceChecks
     }
 
+    /// The percentiles reported when none are configured.
+    public static let defaultPercentiles: [Double] = [50, 90, 95, 99]
+
     /// Every series of the table, in table order, with its sampled kinds' statistics and, for
     /// each of `bucketBounds` (ascending), the interval's samples at or below it. A timer's
     /// samples are compared in seconds (their value / 1000: timers are sent in milliseconds),
-    /// the other kinds' as sent.
+    /// the other kinds' as sent. `percentiles` are those of a series whose mapping rule gives
+    /// none.
     ///
-    /// - Complexity: O(n log n) in the interval's samples (they are sorted), plus O(bounds) per
-    ///   sampled series.
-    public func summaries(bucketBounds: [Double] = []) -> [Summary] {
+    /// - Complexity: O(n log n) in the interval's samples (they are sorted), plus O(bounds +
+    ///   percentiles) per sampled series, plus O(bins) per sketch.
+    public func summaries(bucketBounds: [Double] = [], percentiles: [Double] = Flush.defaultPercentiles) -> [Summary] {
         var samples = table.samples
         samples.sort { $0.series != $1.series ? $0.series < $1.series : $0.value < $1.value }
         var stats = [Int32: SampleStats]()
@@ -113,27 +151,51 @@ public struct Flush: Sendable {
         while start < samples.count {
             var end = start
             let series = samples[start].series
-            // The sum as recorded, in arrival order (see `SeriesTable.intervalSum`).
-            let sum = table.intervalSum[Int(series)]
+            let index = Int(series)
             while end < samples.count && samples[end].series == series { end += 1 }
-            let count = end - start
-            func percentile(_ p: Int) -> Double {
-                let rank = (count * p + 99) / 100  // ceil(count * p / 100), at least 1
-                return samples[start + Swift.max(rank, 1) - 1].value
+            let scaledCount = table.current[index]
+            let asked = table.seriesOptions(index).percentiles ?? percentiles
+            var found: [SampleStats.Percentile] = []
+            found.reserveCapacity(asked.count)
+            let exactCount = end - start
+            let sketch: QuantileSketch? = table.sketches[series].map { sketch in
+                var all = sketch
+                for sample in samples[start..<end] { all.add(sample.value) }
+                return all
             }
+            let count = sketch.map { Int($0.count) } ?? exactCount
+            for p in asked {
+                // The nearest rank: ceil(count * p / 100), at least 1.
+                let rank = Swift.max(1, Int((Double(count) * p / 100).rounded(.up)))
+                let value =
+                    sketch?.quantile(rank: UInt64(Swift.min(rank, count)))
+                    ?? samples[start + Swift.min(rank, exactCount) - 1].value
+                found.append(SampleStats.Percentile(p: p, value: value))
+            }
+            // The sum as recorded, in arrival order (see `SeriesTable.intervalSum`).
+            let sum = table.intervalSum[index]
+            // Values beyond ±1.3e154 overflow the squares (and differences of ±1e308 overflow
+            // Welford's update): the deviation is then unknown, shown by no output.
+            let m2 = table.intervalM2[index]
+            let variance =
+                m2.isFinite && table.intervalSumSquares[index].isFinite ? Swift.max(0, m2 / scaledCount) : .nan
             stats[series] = SampleStats(
-                samples: count, sum: sum, min: samples[start].value, max: samples[end - 1].value,
-                mean: sum / table.current[Int(series)], p50: percentile(50), p90: percentile(90), p95: percentile(95),
-                p99: percentile(99))
+                samples: count, sum: sum, min: sketch?.min ?? samples[start].value,
+                max: sketch?.max ?? samples[end - 1].value, mean: sum / scaledCount, stddev: variance.squareRoot(),
+                sumSquares: table.intervalSumSquares[index], percentiles: found, approximate: sketch != nil)
             if !bucketBounds.isEmpty {
-                let scale = table.current[Int(series)] / Double(count)
-                let unit = table.kind(Int(series)) == .timer ? 1000.0 : 1
+                let scale = scaledCount / Double(count)
+                let unit = table.kind(index) == .timer ? 1000.0 : 1
                 var counts = [Double]()
                 counts.reserveCapacity(bucketBounds.count)
                 var below = start
                 for bound in bucketBounds {
-                    while below < end && samples[below].value / unit <= bound { below += 1 }
-                    counts.append(Double(below - start) * scale)
+                    if let sketch {
+                        counts.append(Double(sketch.count(atOrBelow: bound * unit)) * scale)
+                    } else {
+                        while below < end && samples[below].value / unit <= bound { below += 1 }
+                        counts.append(Double(below - start) * scale)
+                    }
                 }
                 buckets[series] = counts
             }

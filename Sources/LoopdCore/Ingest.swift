@@ -48,6 +48,11 @@ public final class Ingest {
         /// Metric lines with a DogStatsD timestamp (`|T…`), aggregated into the interval in
         /// which they arrived.
         public var timestampedLines: UInt64 = 0
+        /// Lines a mapping rule dropped (`action: drop`).
+        public var mappingDropped: UInt64 = 0
+        /// Times the mapping cache was emptied because it held `Ingest.mappingCacheCapacity`
+        /// keys (the rules then run again for each key as it comes).
+        public var mappingCacheClears: UInt64 = 0
 
         /// Zero counts.
         public init() {}
@@ -62,12 +67,39 @@ public final class Ingest {
     /// The current interval's service checks, in arrival order.
     public private(set) var serviceChecks: [DogStatsDServiceCheck] = []
 
+    /// The mapping rules lines go through before they are recorded; nil: none.
+    public private(set) var mapper: Mapper?
+    /// What the rules made of each distinct key seen lately: the rules run once per key.
+    private var mappingCache: MappingCache
+    /// For each rule of `mapper`, the table's option set of the series it maps.
+    private var ruleOptions: [UInt16] = []
+
+    /// The most distinct keys whose mapping is remembered: twice the table's series, at most
+    /// 4 Mi keys. Each costs its key's bytes and its mapped key's, plus about 60 bytes.
+    public var mappingCacheCapacity: Int { mappingCache.capacity }
+
     /// Creates an ingest stage for lines of at most `maxLineLength` bytes and at most
-    /// `maxSeries` series.
-    public init(maxLineLength: Int, maxSeries: Int) {
+    /// `maxSeries` series, mapped by `mapper` if given.
+    public init(maxLineLength: Int, maxSeries: Int, mapper: Mapper? = nil) {
         parser = StatsDParser(maxLineLength: maxLineLength)
         table = SeriesTable(maxSeries: maxSeries)
+        mappingCache = MappingCache(capacity: min(2 * maxSeries, 4 << 20))
+        setMapper(mapper)
     }
+
+    /// Replaces the mapping rules (a reload). From the next line on, lines go through the new
+    /// rules; series the old rules made stay as they are and expire if no line comes for them.
+    /// A series shows the percentiles of the rule that mapped its latest line.
+    public func setMapper(_ mapper: Mapper?) {
+        self.mapper = mapper.flatMap { $0.rules.isEmpty ? nil : $0 }
+        mappingCache.clear(counted: false)
+        ruleOptions = (mapper?.rules ?? []).map {
+            table.optionSet(SeriesOptions(percentiles: $0.percentiles))
+        }
+    }
+
+    /// The bytes the mapping cache holds (capacities).
+    public var mappingCacheBytes: Int { mappingCache.storageBytes }
 
     /// Records every line of a datagram (lines end with `\n`; a `\r` before it is dropped; empty
     /// lines are skipped). `truncated`: the datagram lost its tail, so its last line is rejected
@@ -103,7 +135,48 @@ public final class Ingest {
             return
         }
         if parser.hasTimestamp { counts.timestampedLines &+= 1 }
-        switch parser.withParsedLine({ table.record($0) }) {
+        if let mapper {
+            return ingestMapped(line, mapper)
+        }
+        record(parser.withParsedLine({ table.record($0) }), line)
+    }
+
+    /// Records the parsed line under what the mapping rules make of it.
+    private func ingestMapped(_ line: UnsafeRawBufferPointer, _ mapper: Mapper) {
+        let (index, isNew) = parser.withParsedLine { parsed in
+            if let index = mappingCache.find(parsed.key, hash: parsed.keyHash) { return (index, false) }
+            return (mappingCache.add(parsed.key, hash: parsed.keyHash, mapper), true)
+        }
+        if isNew { counts.mappingCacheClears = mappingCache.clears }
+        let entry = mappingCache.entries[index]
+        switch entry.result {
+        case .unchanged:
+            record(parser.withParsedLine({ table.record($0) }), line)
+        case .drop:
+            counts.mappingDropped &+= 1
+        case let .invalid(error):
+            counts.badLines &+= 1
+            onBadLine?(error, line)
+        case .mapped:
+            let outcome = mappingCache.mappedBytes.withUnsafeBytes { bytes in
+                parser.withParsedLine { parsed in
+                    table.record(
+                        ParsedLine(
+                            kind: parsed.kind, sampleRate: parsed.sampleRate, values: parsed.values,
+                            isDelta: parsed.isDelta, members: parsed.members,
+                            key: UnsafeRawBufferPointer(rebasing: bytes[entry.mappedStart..<entry.mappedEnd]),
+                            keyHash: entry.mappedHash))
+                }
+            }
+            if isNew, outcome == .recorded || outcome == .created {
+                table.setOptions(ruleOptions[Int(entry.rule)], series: table.lastSeries)
+            }
+            record(outcome, line)
+        }
+    }
+
+    private func record(_ outcome: SeriesTable.Outcome, _ line: UnsafeRawBufferPointer) {
+        switch outcome {
         case .recorded: break
         case .created:
             let changed = PrometheusFormat.changedLabels(key: table.key(table.count - 1))

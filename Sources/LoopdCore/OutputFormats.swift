@@ -4,10 +4,13 @@
 /// The JSON-lines output: one object per flush, on one line.
 ///
 /// `{"timestamp":…,"interval":10,"counters":[…],"gauges":[…],"timers":[…],"sets":[…]}`, where
-/// each series is `{"name":"…","tags":["k:v",…],…}`: counters and gauges carry `value`, sets
-/// `count`, and timers (with histograms and distributions, told apart by `type`) carry `count`
-/// (scaled by sample rates), `samples`, `sum`, `min`, `max`, `mean`, `p50`, `p90`, `p95` and
-/// `p99`. Counters and gauges appear in every flush until they expire (a counter without data
+/// each series is `{"name":"…","tags":["k:v",…],…}`: counters carry `value` and `rate` (per
+/// second of the interval), gauges `value`, sets `count`, and timers (with histograms and
+/// distributions, told apart by `type`) carry `count` (scaled by sample rates), `samples`,
+/// `sum`, `min`, `max`, `mean`, `stddev`, `sum_squares`, `count_ps` (the count per second),
+/// a field per percentile (`p50`, `p99_9`), and `approximate: true` when the percentiles come
+/// from a quantile sketch. A number that would not be finite (`sum_squares` of samples beyond
+/// ±1.3e154, a rate over a tiny interval) is left out. Counters and gauges appear in every flush until they expire (a counter without data
 /// shows 0); timers and sets only in a flush whose interval had data for them. loopd's own
 /// metrics are among the counters and gauges, named `loopd.*`. Then the interval's DogStatsD
 /// `events` (`title`, `text`, `tags`, and `timestamp`, `hostname`, `aggregation_key`,
@@ -52,6 +55,10 @@ public enum JSONLinesFormat {
             out.append(jsonString: ArraySlice(metric.name.utf8))
             out.append(string: ",\"tags\":[],\"value\":")
             out.append(number: metric.value)
+            if metric.kind == .counter, (metric.value / flush.intervalSeconds).isFinite {
+                out.append(string: ",\"rate\":")
+                out.append(number: metric.value / flush.intervalSeconds)
+            }
             out.append(UInt8(ascii: "}"))
         }
         for kind in [MetricKind.counter, .gauge] {
@@ -61,6 +68,10 @@ public enum JSONLinesFormat {
                 series(summary, &first)
                 out.append(string: ",\"value\":")
                 out.append(number: summary.value)
+                if kind == .counter, (summary.value / flush.intervalSeconds).isFinite {
+                    out.append(string: ",\"rate\":")
+                    out.append(number: summary.value / flush.intervalSeconds)
+                }
                 out.append(UInt8(ascii: "}"))
             }
             for metric in flush.internalMetrics where metric.kind == kind { internalMetric(metric, &first) }
@@ -76,12 +87,18 @@ public enum JSONLinesFormat {
             out.append(string: ",\"samples\":")
             out.append(number: Double(stats.samples))
             for (name, value) in [
-                ("sum", stats.sum), ("min", stats.min), ("max", stats.max), ("mean", stats.mean), ("p50", stats.p50),
-                ("p90", stats.p90), ("p95", stats.p95), ("p99", stats.p99),
-            ] {
+                ("sum", stats.sum), ("min", stats.min), ("max", stats.max), ("mean", stats.mean),
+                ("stddev", stats.stddev), ("sum_squares", stats.sumSquares),
+                ("count_ps", summary.value / flush.intervalSeconds),
+            ] where value.isFinite {
                 out.append(string: ",\"\(name)\":")
                 out.append(number: value)
             }
+            for percentile in stats.percentiles {
+                out.append(string: ",\"\(percentile.name)\":")
+                out.append(number: percentile.value)
+            }
+            if stats.approximate { out.append(string: ",\"approximate\":true") }
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))
@@ -139,8 +156,9 @@ public enum JSONLinesFormat {
 /// `;key=true`, a tag named `name`, Graphite's own, `;_name=…`, and of tags whose keys meet
 /// once cleaned only the first is sent). Counters,
 /// gauges and sets send their value (a counter: the interval's count); timers, histograms and
-/// distributions send `name.count`, `.sum`, `.min`, `.max`, `.mean`, `.p50`, `.p90`, `.p95` and
-/// `.p99` when their interval had samples. loopd's own metrics are sent as `loopd.*`.
+/// distributions send `name.count`, `.count_ps`, `.sum`, `.sum_squares`, `.min`, `.max`,
+/// `.mean`, `.stddev` and a line per percentile (`.p50`, `.p99_9`) when their interval had
+/// samples. loopd's own metrics are sent as `loopd.*`.
 public enum GraphiteFormat {
     /// The flush as plaintext lines.
     public static func format(_ flush: Flush, _ summaries: [Summary]) -> [UInt8] {
@@ -180,12 +198,13 @@ public enum GraphiteFormat {
             case .timer, .histogram, .distribution:
                 guard let stats = summary.stats else { continue }
                 for (suffix, value) in [
-                    (".count", summary.value), (".sum", stats.sum), (".min", stats.min), (".max", stats.max),
-                    (".mean", stats.mean), (".p50", stats.p50), (".p90", stats.p90), (".p95", stats.p95),
-                    (".p99", stats.p99),
-                ] {
+                    (".count", summary.value), (".count_ps", summary.value / flush.intervalSeconds),
+                    (".sum", stats.sum), (".sum_squares", stats.sumSquares), (".min", stats.min), (".max", stats.max),
+                    (".mean", stats.mean), (".stddev", stats.stddev),
+                ] where value.isFinite {
                     line(name, suffix, tags, value)
                 }
+                for percentile in stats.percentiles { line(name, "." + percentile.name, tags, percentile.value) }
             }
         }
         for metric in flush.internalMetrics { line(ArraySlice(metric.name.utf8), "", [], metric.value) }

@@ -414,10 +414,8 @@ public final class PrometheusExposition {
                 // An interval without samples has no quantiles: they are left out (a summary
                 // may have none), never shown as NaN.
                 if let stats = summary.stats {
-                    for (quantile, value) in [
-                        ("0.5", stats.p50), ("0.9", stats.p90), ("0.95", stats.p95), ("0.99", stats.p99),
-                    ] {
-                        sample("", Array("quantile=\"\(quantile)\"".utf8), value / unit)
+                    for percentile in stats.percentiles {
+                        sample("", Array("quantile=\"\(Self.quantile(percentile.p))\"".utf8), percentile.value / unit)
                     }
                 }
                 sample("_sum", nil, summary.totalSum / unit)
@@ -425,6 +423,19 @@ public final class PrometheusExposition {
             }
         }
         return (out, leftOut, merged)
+    }
+
+    /// A percentile as a quantile label, in decimal without the rounding of p / 100: 50 is
+    /// `0.5`, 99.9 is `0.999`, 100 is `1`.
+    static func quantile(_ p: Double) -> String {
+        let text = String(p)
+        guard !text.contains("e"), let dot = text.firstIndex(of: ".") else { return String(p / 100) }
+        var whole = String(text[..<dot])
+        while whole.count < 3 { whole = "0" + whole }
+        var digits = whole.dropLast(2) + "." + whole.suffix(2) + text[text.index(after: dot)...]
+        while digits.last == "0" { digits.removeLast() }
+        if digits.last == "." { digits.removeLast() }
+        return String(digits)
     }
 
     /// Adds the interval's bucket counts to each sampled series' and forgets the series the

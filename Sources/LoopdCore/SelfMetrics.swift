@@ -22,6 +22,8 @@ public struct SelfMetrics {
         public var prometheus: (connectionsRefused: UInt64, seriesLeftOut: Int, seriesMerged: Int)?
         /// With `--graphite`: lines dropped from its queue.
         public var graphiteDroppedLines: UInt64?
+        /// With `--config`: reloads that applied the file, and reloads that refused it.
+        public var configReloads: (applied: UInt64, refused: UInt64)?
 
         /// No counts.
         public init() {}
@@ -34,6 +36,8 @@ public struct SelfMetrics {
                 && lhs.prometheus?.seriesLeftOut == rhs.prometheus?.seriesLeftOut
                 && lhs.prometheus?.seriesMerged == rhs.prometheus?.seriesMerged
                 && lhs.graphiteDroppedLines == rhs.graphiteDroppedLines
+                && lhs.configReloads?.applied == rhs.configReloads?.applied
+                && lhs.configReloads?.refused == rhs.configReloads?.refused
         }
     }
 
@@ -80,6 +84,12 @@ public struct SelfMetrics {
             gauge("loopd.prometheus_series_merged", Double(prometheus.seriesMerged))
         }
         if let dropped = daemon.graphiteDroppedLines { counter("loopd.graphite_dropped_lines", dropped) }
+        if let reloads = daemon.configReloads {
+            counter("loopd.mapping_dropped_lines", counts.mappingDropped)
+            counter("loopd.mapping_cache_clears", counts.mappingCacheClears)
+            counter("loopd.config_reloads", reloads.applied)
+            counter("loopd.config_reloads_refused", reloads.refused)
+        }
         return metrics
     }
 }

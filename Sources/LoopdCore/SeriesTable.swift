@@ -9,6 +9,17 @@ public struct Sample: Sendable, Equatable {
     public var value: Double
 }
 
+/// What a mapping rule overrides for the series it maps; nil: the global setting.
+public struct SeriesOptions: Sendable, Equatable {
+    /// The percentiles to report for a sampled series (timers, histograms, distributions).
+    public var percentiles: [Double]?
+
+    /// Creates options.
+    public init(percentiles: [Double]? = nil) {
+        self.percentiles = percentiles
+    }
+}
+
 /// Every series loopd knows, indexed by canonical key, and the current interval's aggregates.
 ///
 /// A value type whose storage is a handful of flat arrays, so that a flush is a copy of the
@@ -54,6 +65,21 @@ public struct SeriesTable: Sendable {
     /// summed at the flush so that the line that would overflow it is the one refused: summed
     /// in sorted order, finite samples that arrived as +x, -x, +x, -x… could overflow.
     private(set) var intervalSum: [Double] = []
+    /// Sampled kinds: this interval's sum of the squares of the values, each counted 1/rate
+    /// times. The one aggregate that may not be finite (values beyond ±1.3e154): outputs leave
+    /// it out then, with the standard deviation.
+    private(set) var intervalSumSquares: [Double] = []
+    /// Sampled kinds: this interval's sum of squared differences from the mean, each value
+    /// counted 1/rate times (West's weighted form of Welford's update, which loses no precision
+    /// to cancellation as sum-of-squares minus squared sum does): the variance is this over the
+    /// scaled count.
+    private(set) var intervalM2: [Double] = []
+    /// Sampled kinds: the samples received in this interval (not scaled). Past `exactSamples`,
+    /// a series' further samples go to its sketch.
+    private(set) var intervalSamples: [UInt32] = []
+    /// The quantile sketches of the series that received more than `exactSamples` samples in
+    /// this interval: their samples beyond the first `exactSamples`.
+    private(set) var sketches: [Int32: QuantileSketch] = [:]
     /// Negative counter values recorded since the table was created: they count in the
     /// interval's sum but not in `total`, Prometheus' counter, which never decreases.
     private(set) var negativeCounterValues: UInt64 = 0
@@ -61,10 +87,23 @@ public struct SeriesTable: Sendable {
     /// least twice the number of series.
     private var slots: [Int32] = Array(repeating: -1, count: 64)
 
+    /// Each series' options: an index into `optionSets` (0: the global ones).
+    private(set) var options: [UInt16] = []
+    /// The option sets that mapping rules give their series; the first has no overrides.
+    /// Sets are only added (a reload adds its rules'), so that a series keeps a valid index.
+    public private(set) var optionSets: [SeriesOptions] = [SeriesOptions()]
+    /// The series that the last `record(_:)` recorded into (-1 before any).
+    public private(set) var lastSeries = -1
+
     /// The samples of the current interval, in arrival order.
     private(set) var samples: [Sample] = []
     /// The hashes of the members of each set series seen in the current interval.
     private(set) var setMembers: [Int32: Set<UInt64>] = [:]
+
+    /// The samples of one series kept exactly per interval; beyond them, a series' samples go
+    /// to a `QuantileSketch`, so that a series holds at most this many 16-byte samples plus one
+    /// sketch, however many samples it receives.
+    public static let exactSamples = 1024
 
     /// The type of the key store's offsets.
     typealias KeyOffset = Int
@@ -88,8 +127,10 @@ public struct SeriesTable: Sendable {
     /// what it costs in memory, reported as `loopd.table_bytes`.
     public var storageBytes: Int {
         keyBytes.capacity + 4 * (hashes.capacity + lastSeen.capacity + slots.capacity)
-            + MemoryLayout<KeyOffset>.stride * keyEnds.capacity
+            + MemoryLayout<KeyOffset>.stride * keyEnds.capacity + 2 * options.capacity
             + 8 * (current.capacity + total.capacity + totalSum.capacity + intervalSum.capacity)
+            + 8 * (intervalSumSquares.capacity + intervalM2.capacity) + 4 * intervalSamples.capacity
+            + sketches.reduce(sketches.capacity * 16) { $0 + $1.value.storageBytes }
             + MemoryLayout<Sample>.stride * samples.capacity
             + setMembers.reduce(setMembers.capacity * 32) { $0 + $1.value.capacity * 8 }
     }
@@ -132,15 +173,17 @@ public struct SeriesTable: Sendable {
             if series < 0 {
                 guard count < maxSeries else { return .tableFull }
                 guard let next = Self.aggregates(line, from: Aggregates()) else { return .nonFinite }
-                apply(line, next, to: insert(key, hash32, at: slot))
+                lastSeries = insert(key, hash32, at: slot)
+                apply(line, next, to: lastSeries)
                 return .created
             }
             if hashes[series] == hash32 && keyEquals(series, key) {
                 let now = Aggregates(
                     current: current[series], total: total[series], totalSum: totalSum[series],
-                    intervalSum: intervalSum[series])
+                    intervalSum: intervalSum[series], sumSquares: intervalSumSquares[series], m2: intervalM2[series])
                 guard let next = Self.aggregates(line, from: now) else { return .nonFinite }
                 apply(line, next, to: series)
+                lastSeries = series
                 return .recorded
             }
             slot = (slot + 1) & mask
@@ -164,6 +207,10 @@ public struct SeriesTable: Sendable {
         total.append(0)
         totalSum.append(0)
         intervalSum.append(0)
+        intervalSumSquares.append(0)
+        intervalM2.append(0)
+        intervalSamples.append(0)
+        options.append(0)
         slots[slot] = Int32(series)
         if count * 2 > slots.count { rebuildIndex(capacity: slots.count * 2) }
         return series
@@ -175,6 +222,8 @@ public struct SeriesTable: Sendable {
         var total = 0.0
         var totalSum = 0.0
         var intervalSum = 0.0
+        var sumSquares = 0.0
+        var m2 = 0.0
         /// Counters: the negative values of the line being recorded (not a column).
         var negatives: UInt64 = 0
     }
@@ -211,9 +260,17 @@ public struct SeriesTable: Sendable {
         case .timer, .histogram, .distribution:
             // A sample sent at rate r stands for 1/r samples: the sums scale as the count does,
             // so that sum / count is the mean whatever the rates.
+            let weight = 1 / rate
+            var mean = next.current > 0 ? next.intervalSum / next.current : 0
+            var scaledCount = next.current
             for value in line.values {
                 next.totalSum += value / rate
                 next.intervalSum += value / rate
+                next.sumSquares += value * value / rate
+                scaledCount += weight
+                let delta = value - mean
+                mean += delta * (weight / scaledCount)
+                next.m2 += weight * delta * (value - mean)
             }
             let scaled = Double(line.values.count) / rate
             next.current += scaled
@@ -221,6 +278,8 @@ public struct SeriesTable: Sendable {
             guard
                 next.current.isFinite && next.total.isFinite && next.totalSum.isFinite && next.intervalSum.isFinite
             else { return nil }
+        // The squares of values beyond ±1.3e154 overflow: the line is kept, and outputs leave
+        // out the sum of squares and the standard deviation while they are not finite.
         case .set: break
         }
         return next
@@ -237,11 +296,20 @@ public struct SeriesTable: Sendable {
         case .gauge:
             current[series] = next.current
         case .timer, .histogram, .distribution:
-            for value in line.values { samples.append(Sample(series: Int32(series), value: value)) }
+            for value in line.values {
+                if intervalSamples[series] < Self.exactSamples {
+                    samples.append(Sample(series: Int32(series), value: value))
+                    intervalSamples[series] &+= 1
+                } else {
+                    sketches[Int32(series), default: QuantileSketch()].add(value)
+                }
+            }
             current[series] = next.current
             total[series] = next.total
             totalSum[series] = next.totalSum
             intervalSum[series] = next.intervalSum
+            intervalSumSquares[series] = next.sumSquares
+            intervalM2[series] = next.m2
         case .set:
             for member in line.members { setMembers[Int32(series), default: []].insert(member) }
         }
@@ -263,6 +331,25 @@ public struct SeriesTable: Sendable {
         self.slots = slots
     }
 
+    // MARK: Options
+
+    /// The index of `options` in `optionSets`, added if new. Past 65,535 sets (reloads that
+    /// each bring new ones), the global options (0).
+    public mutating func optionSet(_ options: SeriesOptions) -> UInt16 {
+        if let index = optionSets.firstIndex(of: options) { return UInt16(index) }
+        guard optionSets.count <= Int(UInt16.max) else { return 0 }
+        optionSets.append(options)
+        return UInt16(optionSets.count - 1)
+    }
+
+    /// Gives series `series` the option set `set` (an index into `optionSets`).
+    public mutating func setOptions(_ set: UInt16, series: Int) {
+        if options[series] != set { options[series] = set }
+    }
+
+    /// The options of series `series`.
+    public func seriesOptions(_ series: Int) -> SeriesOptions { optionSets[Int(options[series])] }
+
     // MARK: Intervals
 
     /// Ends the current interval: returns the table as it stands (for a formatter to read on any
@@ -278,11 +365,15 @@ public struct SeriesTable: Sendable {
         samples = []
         samples.reserveCapacity(sampleCapacity)
         setMembers = [:]
+        sketches = [:]
         var expired = 0
         for series in 0..<count {
             if kind(series) != .gauge {
                 current[series] = 0
                 intervalSum[series] = 0
+                intervalSumSquares[series] = 0
+                intervalM2[series] = 0
+                intervalSamples[series] = 0
             }
             if expireAfter > 0 && interval &- lastSeen[series] >= expireAfter { expired += 1 }
         }
@@ -307,7 +398,12 @@ public struct SeriesTable: Sendable {
             next.total.append(total[series])
             next.totalSum.append(totalSum[series])
             next.intervalSum.append(intervalSum[series])
+            next.options.append(options[series])
+            next.intervalSumSquares.append(intervalSumSquares[series])
+            next.intervalM2.append(intervalM2[series])
+            next.intervalSamples.append(intervalSamples[series])
         }
+        next.optionSets = optionSets
         next.samples = samples
         next.rebuildIndex(capacity: capacity)
         self = next

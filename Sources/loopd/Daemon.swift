@@ -41,6 +41,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var prometheusBuckets = PrometheusOptions.defaultBuckets
         var unixSocket: String?
         var unixSocketMode: UInt32 = 0o660
+        var percentiles: [Double] = Settings.defaultPercentiles
+        /// The config file's mapping rules; nil without a config file.
+        var mapper: Mapper?
     }
 
     /// The most TCP clients connected at once; one beyond it is disconnected at once and
@@ -52,8 +55,21 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var description: String
     }
 
+    /// The configuration loopd started with; `reloadable` holds what a reload changed since.
     let configuration: Configuration
     let logger: Logger
+    /// Reads the settings again (the config file and the flags), for SIGHUP and POST /-/reload;
+    /// nil without a config file.
+    private let reloadSettings: (() throws -> Settings)?
+    /// What a reload can change, as in force now. Confined to the loop thread.
+    private var reloadable: Reloadable
+    /// The settings a reload applies while loopd runs; every other one needs a restart.
+    struct Reloadable: Equatable {
+        var percentiles: [Double]
+        var expireAfter: UInt32
+        var mappingRules: Int
+    }
+
     let loop: EventLoop
     let scheduler: LoopScheduler
     let udp: UDPSocket
@@ -86,6 +102,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     // When the current interval began (the start or the last flush), on the monotonic clock.
     private var intervalStart = DispatchTime.now().uptimeNanoseconds
     private var latestKernelDrops: UInt64 = 0
+    private var reloadsApplied: UInt64 = 0
+    private var reloadsRefused: UInt64 = 0
     private let lastFlushNanoseconds = Atomic<UInt64>(0)  // Written by the flush queue, read on the loop.
     /// Series left out of the last Prometheus exposition (name or labels taken). Written by the
     /// flush queue, read on the loop.
@@ -95,9 +113,17 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
 
     /// Opens the output, the sockets and the outputs' connections; throws what cannot be
     /// opened, naming its flag.
-    init(_ configuration: Configuration, logger: Logger) throws(StartupError) {
+    init(
+        _ configuration: Configuration, logger: Logger,
+        reload: (() throws -> Settings)? = nil
+    ) throws(StartupError) {
         self.configuration = configuration
         self.logger = logger
+        self.reloadSettings = reload
+        reloadable = Reloadable(
+            percentiles: configuration.percentiles, expireAfter: configuration.expireAfter,
+            mappingRules: configuration.mapper?.rules.count ?? 0)
+
         do {
             loop = try EventLoop()
         } catch {
@@ -137,7 +163,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         } else {
             prometheus = nil
         }
-        ingest = Ingest(maxLineLength: configuration.maxLine, maxSeries: configuration.maxSeries)
+        ingest = Ingest(
+            maxLineLength: configuration.maxLine, maxSeries: configuration.maxSeries, mapper: configuration.mapper)
         prometheusExposition = PrometheusExposition(
             options: PrometheusOptions(
                 timers: configuration.prometheusTimers, buckets: configuration.prometheusBuckets,
@@ -185,6 +212,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         logger.info(
             "loopd \(LoopdVersion.string) listening on \(udp.localAddress) (UDP and TCP); UDP receive buffer: asked \(configuration.udpBuffer) bytes, the kernel granted \(granted) (SO_RCVBUF, half of it for data)"
         )
+        prometheus?.onReload = { [self] in reload("POST /-/reload") }
         prometheus?.start()
         if let prometheus { logger.info("serving Prometheus metrics at http://\(prometheus.address)/metrics") }
         if let graphite { logger.info("sending Graphite plaintext to \(graphite.endpoint)") }
@@ -258,12 +286,63 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         }
         inputs += loop.signals(SIGTERM, SIGINT, SIGHUP).startWithValues { [self] signal in
             if signal == SIGHUP {
-                logger.info("SIGHUP: reopening \(configuration.output)")
-                output.reopen()
+                _ = reload("SIGHUP")
             } else {
                 stop(signal == SIGTERM ? "SIGTERM" : "SIGINT")
             }
         }
+    }
+
+    /// SIGHUP and POST /-/reload: reopens the output file, then reads the config file again
+    /// (with `--config`) and applies what a reload can change: the mapping rules, the
+    /// percentiles and `expire-after`. A file with a problem is refused whole and the running
+    /// settings stay; settings that need a restart are named in the log, and left as they are.
+    /// Returns whether the file was applied, and what happened.
+    private func reload(_ cause: String) -> (applied: Bool, message: String) {
+        logger.info("\(cause): reopening \(configuration.output)")
+        output.reopen()
+        guard let reloadSettings else { return (true, "reopened the output; there is no --config file to read\n") }
+        let settings: Settings
+        do {
+            settings = try reloadSettings()
+        } catch {
+            reloadsRefused += 1
+            logger.error("\(cause): the config file is refused, the running settings stay: \(error)")
+            return (false, "the config file is refused, the running settings stay: \(error)\n")
+        }
+        let new = settings.configuration
+        let old = configuration
+        var restart = [String]()
+        func compare<Value: Equatable>(_ key: String, _ a: Value, _ b: Value) { if a != b { restart.append(key) } }
+        compare("host/port", old.listen.description, new.listen.description)
+        compare("udp-buffer", old.udpBuffer, new.udpBuffer)
+        compare("max-line", old.maxLine, new.maxLine)
+        compare("flush-interval", old.flushInterval, new.flushInterval)
+        compare("output", old.output, new.output)
+        compare("graphite", old.graphite, new.graphite)
+        compare("prometheus", old.prometheus?.description, new.prometheus?.description)
+        compare("prometheus-timers", old.prometheusTimers, new.prometheusTimers)
+        compare("prometheus-buckets", old.prometheusBuckets, new.prometheusBuckets)
+        compare("unix-socket", old.unixSocket, new.unixSocket)
+        compare("unix-socket-mode", old.unixSocketMode, new.unixSocketMode)
+        compare("max-series", old.maxSeries, new.maxSeries)
+        compare("tcp-idle-timeout", old.tcpIdleTimeout, new.tcpIdleTimeout)
+        compare("graphite-max-queued", old.graphiteMaxQueued, new.graphiteMaxQueued)
+        compare("log-level", logger.logLevel, settings.logLevel)
+        ingest.setMapper(new.mapper)
+        reloadable = Reloadable(
+            percentiles: new.percentiles, expireAfter: new.expireAfter, mappingRules: new.mapper?.rules.count ?? 0)
+        reloadsApplied += 1
+        var message =
+            "applied \(reloadable.mappingRules) mapping rules, percentiles \(new.percentiles.map(Self.shortNumber).joined(separator: ",")), expire-after \(new.expireAfter)"
+        if !restart.isEmpty { message += "; changed but applied only at a restart: \(restart.joined(separator: ", "))" }
+        if restart.isEmpty { logger.info("\(cause): \(message)") } else { logger.warning("\(cause): \(message)") }
+        return (true, message + "\n")
+    }
+
+    /// `50` for 50.0, `99.9` as is.
+    static func shortNumber(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
     }
 
     private func accept(_ connection: TCPConnection, maxLine: Int) {
@@ -334,7 +413,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         // longer, and rates computed from it stay true.
         let intervalSeconds = Double(started &- intervalStart) / 1e9
         intervalStart = started
-        let table = ingest.endInterval(expireAfter: configuration.expireAfter)
+        let table = ingest.endInterval(expireAfter: reloadable.expireAfter)
         let (events, serviceChecks) = ingest.takeEvents()
         var daemon = SelfMetrics.Daemon()
         daemon.udpKernelDrops = kernelDrops() &- kernelDropsAtStart
@@ -349,14 +428,17 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             )
         }
         daemon.graphiteDroppedLines = graphite?.droppedLines
+        if reloadSettings != nil { daemon.configReloads = (reloadsApplied, reloadsRefused) }
 
         let metrics = selfMetrics.report(ingest.counts, daemon, table: table)
         let flush = Flush(
             table: table, timestamp: Self.wallClock(), intervalSeconds: intervalSeconds,
             internalMetrics: metrics, events: events, serviceChecks: serviceChecks)
+        let percentiles = reloadable.percentiles
         flushQueue.async { [self] in
             let summaries = flush.summaries(
-                bucketBounds: prometheus == nil ? [] : prometheusExposition.options.bucketBounds)
+                bucketBounds: prometheus == nil ? [] : prometheusExposition.options.bucketBounds,
+                percentiles: percentiles)
             output.submit(JSONLinesFormat.format(flush, summaries)) { [loop] in
                 if let completion { _ = loop.execute(completion) }
             }

@@ -18,32 +18,46 @@ struct Loopd: ParsableCommand {
         discussion: """
             Receives StatsD lines over UDP and TCP (and a Unix datagram socket with --unix-socket), aggregates them, and every --flush-interval \
             seconds writes a JSON line per flush (--output), sends Graphite plaintext \
-            (--graphite) and serves Prometheus' text format (--prometheus). SIGTERM or SIGINT: \
-            final flush and exit 0. SIGHUP: reopen the output file. See docs/loopd.md.
+            (--graphite) and serves Prometheus' text format (--prometheus). Settings come from the flags and, with --config, a YAML file, \
+            which also holds mapping rules. SIGTERM or SIGINT: final flush and exit 0. SIGHUP: \
+            reopen the output file and read the config file again. See docs/loopd.md.
             """,
         version: LoopdVersion.string)
 
-    @Option(help: "The address to receive on (a numeric IPv4 or IPv6 address, or localhost).")
-    var host = "127.0.0.1"
-
-    // The numeric options parse their value `.unconditional`ly: by default a value that starts
-    // with "-" is taken for a flag, and `--port -1` said "Missing value" instead of the range.
-
-    @Option(parsing: .unconditional, help: "The UDP and TCP port to receive on (0: one the system chooses).")
-    var port = 8125
+    // Each setting is a flag and a key of the same name in --config's file; a flag given here
+    // overrides the file, and the file the default (see `Settings`). The numeric options parse
+    // their value `.unconditional`ly: by default a value that starts with "-" is taken for a
+    // flag, and `--port -1` said "Missing value" instead of the range.
 
     @Option(
-        name: .customLong("udp-buffer"), parsing: .unconditional, help: "The UDP receive buffer to ask for, in bytes.")
-    var udpBuffer = 8 * 1024 * 1024
+        help:
+            "A YAML config file: the flags' names as keys, plus percentiles and mappings (docs/loopd.md). Flags override it; SIGHUP and POST /-/reload read it again."
+    )
+    var config: String?
 
-    @Option(name: .customLong("max-line"), parsing: .unconditional, help: "The longest line accepted, in bytes.")
-    var maxLine = 8192
+    @Option(help: "The address to receive on (a numeric IPv4 or IPv6 address, or localhost). Default: 127.0.0.1.")
+    var host: String?
 
-    @Option(name: .customLong("flush-interval"), parsing: .unconditional, help: "Seconds between flushes.")
-    var flushInterval = 10.0
+    @Option(
+        parsing: .unconditional, help: "The UDP and TCP port to receive on (0: one the system chooses). Default: 8125.")
+    var port: Int?
 
-    @Option(help: "The JSON-lines output: a file (appended to), or - for standard output.")
-    var output = "-"
+    @Option(
+        name: .customLong("udp-buffer"), parsing: .unconditional,
+        help: "The UDP receive buffer to ask for, in bytes. Default: 8388608.")
+    var udpBuffer: Int?
+
+    @Option(
+        name: .customLong("max-line"), parsing: .unconditional,
+        help: "The longest line accepted, in bytes. Default: 8192."
+    )
+    var maxLine: Int?
+
+    @Option(name: .customLong("flush-interval"), parsing: .unconditional, help: "Seconds between flushes. Default: 10.")
+    var flushInterval: Double?
+
+    @Option(help: "The JSON-lines output: a file (appended to), or - for standard output. Default: -.")
+    var output: String?
 
     @Option(
         help:
@@ -53,21 +67,28 @@ struct Loopd: ParsableCommand {
 
     @Option(
         help:
-            "An address to serve Prometheus' text format on, at GET /metrics (and /-/healthy, /-/ready), as host:port; :port listens on every IPv4 interface."
+            "An address to serve Prometheus' text format on, at GET /metrics (and /-/healthy, /-/ready, POST /-/reload), as host:port; :port listens on every IPv4 interface."
     )
     var prometheus: String?
 
     @Option(
         name: .customLong("prometheus-timers"),
-        help: "How Prometheus shows timers, histograms and distributions: histogram or summary.")
-    var prometheusTimers = "histogram"
+        help: "How Prometheus shows timers, histograms and distributions: histogram or summary. Default: histogram.")
+    var prometheusTimers: String?
 
     @Option(
         name: .customLong("prometheus-buckets"), parsing: .unconditional,
         help:
-            "The Prometheus histograms' bucket bounds, ascending and comma-separated: in seconds for timers, as sent for histograms and distributions."
+            "The Prometheus histograms' bucket bounds, ascending and comma-separated: in seconds for timers, as sent for histograms and distributions. Default: \(PrometheusOptions.defaultBuckets.map { "\($0)" }.joined(separator: ","))."
     )
-    var prometheusBuckets = PrometheusOptions.defaultBuckets.map { "\($0)" }.joined(separator: ",")
+    var prometheusBuckets: String?
+
+    @Option(
+        parsing: .unconditional,
+        help:
+            "The percentiles each flush reports for timers, histograms and distributions, comma-separated, each in (0, 100]. Default: 50,90,95,99."
+    )
+    var percentiles: String?
 
     @Option(
         name: .customLong("unix-socket"),
@@ -78,102 +99,72 @@ struct Loopd: ParsableCommand {
 
     @Option(
         name: .customLong("unix-socket-mode"), parsing: .unconditional,
-        help: "The --unix-socket file's permissions, in octal.")
-    var unixSocketMode = "660"
+        help: "The --unix-socket file's permissions, in octal. Default: 660.")
+    var unixSocketMode: String?
 
     @Option(
         name: .customLong("max-series"), parsing: .unconditional,
-        help: "The most series kept; lines for new series beyond it are dropped.")
-    var maxSeries = 100_000
+        help: "The most series kept; lines for new series beyond it are dropped. Default: 100000.")
+    var maxSeries: Int?
 
     @Option(
         name: .customLong("expire-after"), parsing: .unconditional,
-        help: "Flush intervals without data after which a series is forgotten (0: never).")
-    var expireAfter = 6
+        help: "Flush intervals without data after which a series is forgotten (0: never). Default: 6.")
+    var expireAfter: Int?
 
     @Option(
         name: .customLong("tcp-idle-timeout"), parsing: .unconditional,
-        help: "Seconds a TCP client may send nothing before it is disconnected (0: never).")
-    var tcpIdleTimeout = 600.0
+        help: "Seconds a TCP client may send nothing before it is disconnected (0: never). Default: 600.")
+    var tcpIdleTimeout: Double?
 
     @Option(
         name: .customLong("graphite-max-queued"), parsing: .unconditional,
         help:
-            "The most bytes of Graphite lines kept while the receiver is down or slow; the oldest flushes beyond it are dropped and counted."
+            "The most bytes of Graphite lines kept while the receiver is down or slow; the oldest flushes beyond it are dropped and counted. Default: 16777216."
     )
-    var graphiteMaxQueued = 16 << 20
+    var graphiteMaxQueued: Int?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel = "info"
+    @Option(
+        name: .customLong("log-level"),
+        help: "trace, debug, info, notice, warning, error or critical. Default: info.")
+    var logLevel: String?
+
+    /// The flags as given (nil: not given), for `Settings`.
+    var flags: Settings.Flags {
+        Settings.Flags(
+            host: host, port: port, udpBuffer: udpBuffer, maxLine: maxLine, flushInterval: flushInterval,
+            output: output, graphite: graphite, prometheus: prometheus, prometheusTimers: prometheusTimers,
+            prometheusBuckets: prometheusBuckets, percentiles: percentiles, unixSocket: unixSocket,
+            unixSocketMode: unixSocketMode, maxSeries: maxSeries, expireAfter: expireAfter,
+            tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued, logLevel: logLevel)
+    }
 
     func validate() throws {
-        func check(_ condition: Bool, _ message: String) throws {
-            if !condition { throw ValidationError(message) }
-        }
-        func checkInterval(_ flag: String, _ seconds: Double, in range: ClosedRange<Double>) throws {
-            if let problem = _intervalProblem(flag, seconds, .within(range)) { throw ValidationError(problem) }
-        }
-        try check((0...65535).contains(port), "--port must be in 0...65535, got \(port)")
-        try check(
-            udpBuffer > 0 && udpBuffer <= Int(Int32.max), "--udp-buffer must be in 1...\(Int32.max), got \(udpBuffer)")
-        try check(maxLine > 0 && maxLine <= 65536, "--max-line must be in 1...65536, got \(maxLine)")
-        try checkInterval("--flush-interval", flushInterval, in: 0.01...86400)
-        try check(
-            maxSeries > 0 && maxSeries <= Int(Int32.max), "--max-series must be in 1...\(Int32.max), got \(maxSeries)")
-        try check(
-            expireAfter >= 0 && expireAfter <= Int(UInt32.max),
-            "--expire-after must be in 0...\(UInt32.max), got \(expireAfter)")
-        try checkInterval("--tcp-idle-timeout", tcpIdleTimeout, in: 0...86400)
-        try check(
-            graphiteMaxQueued >= 1024 && graphiteMaxQueued <= 1 << 40,
-            "--graphite-max-queued must be in 1024...\(1 << 40) bytes, got \(graphiteMaxQueued)")
-        try check(
-            Logger.Level(rawValue: logLevel) != nil,
-            "--log-level must be one of trace, debug, info, notice, warning, error, critical; got \(logLevel)")
-        try check(!output.isEmpty, "--output must be a file path or -, got an empty string")
-        try check(
-            PrometheusOptions.Timers(rawValue: prometheusTimers) != nil,
-            "--prometheus-timers must be histogram or summary, got \(prometheusTimers)")
-        try check(
-            UInt32(unixSocketMode, radix: 8).map { $0 <= 0o777 } == true,
-            "--unix-socket-mode must be octal permissions in 0...777, got \(unixSocketMode)")
-        try check(unixSocket?.isEmpty != true, "--unix-socket must be a path, got an empty string")
         do {
-            _ = try PrometheusOptions.bucketList(prometheusBuckets)
+            _ = try Settings.resolve(flags, configPath: config)
         } catch {
-            throw ValidationError("--prometheus-buckets \(prometheusBuckets): \(error)")
+            throw ValidationError(error.description)
         }
     }
 
     func run() throws {
-        let level = Logger.Level(rawValue: logLevel)!
+        let settings: Settings
+        do {
+            settings = try Settings.resolve(flags, configPath: config)
+        } catch {
+            throw ValidationError(error.description)
+        }
         LoggingSystem.bootstrap { label in
             var handler = QueuedLogHandler(label: label)
-            handler.logLevel = level
+            handler.logLevel = settings.logLevel
             return handler
         }
         defer { LogOutput.shared.flush(within: 0.5) }
-        let configuration: Daemon.Configuration
+        let (flags, config) = (flags, config)
         do {
-            configuration = Daemon.Configuration(
-                listen: try Daemon.address(host: host, port: port, flag: "--host/--port"),
-                udpBuffer: udpBuffer, maxLine: maxLine, flushInterval: flushInterval, output: output,
-                graphite: try graphite.map {
-                    try Daemon.endpoint($0, flag: "--graphite", example: "carbon.example.com:2003")
-                },
-                prometheus: try prometheus.map {
-                    try Daemon.address($0, flag: "--prometheus", example: "127.0.0.1:9102", listening: true)
-                },
-                maxSeries: maxSeries, expireAfter: UInt32(expireAfter),
-                tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued,
-                prometheusTimers: PrometheusOptions.Timers(rawValue: prometheusTimers)!,
-                prometheusBuckets: try PrometheusOptions.bucketList(prometheusBuckets), unixSocket: unixSocket,
-                unixSocketMode: UInt32(unixSocketMode, radix: 8)!)
-        } catch let error as Daemon.StartupError {
-            throw ValidationError(error.description)
-        }
-        do {
-            let daemon = try Daemon(configuration, logger: Logger(label: "loopd"))
+            let daemon = try Daemon(
+                settings.configuration, logger: Logger(label: "loopd"),
+                reload: config.map { path in { try Settings.resolve(flags, configPath: path) } })
             daemon.run()
         } catch {
             StandardError.write("loopd: \(error)\n")

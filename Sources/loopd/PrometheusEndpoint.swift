@@ -7,7 +7,9 @@ import Synchronization
 /// connection (`Connection: close`), and the health routes Prometheus' own server has:
 /// `/-/healthy` (200 while loopd runs) and `/-/ready` (200 once its sockets are open and its
 /// flush timer runs, 503 before and once it is stopping). Every route answers `HEAD` too, with
-/// the headers of `GET` and no body; other methods get 405 with `Allow: GET, HEAD`.
+/// the headers of `GET` and no body; other methods get 405 with `Allow: GET, HEAD`. `POST` (or
+/// `PUT`) `/-/reload` does what SIGHUP does, and answers 200 with what it applied, or 500 with
+/// why the config file was refused.
 ///
 /// Bounds, whatever clients do: at most `maxConnections` at once (a client beyond it is
 /// closed at once, and counted); a request must arrive within `requestTimeout` seconds, in at
@@ -37,6 +39,9 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
     /// Whether `/-/ready` answers 200: set once loopd's sockets are open and its flush timer
     /// runs, cleared when it starts stopping. Any thread.
     let ready = Atomic<Bool>(false)
+    /// Called on the loop thread for `POST` (or `PUT`) `/-/reload`: whether the reload was
+    /// applied, and the message to answer with. Set before `start()`.
+    var onReload: (() -> (applied: Bool, message: String))?
 
     /// Listens on `address`; serving starts with `start()`.
     init(at address: SocketAddress, on loop: EventLoop, scheduler: LoopScheduler, logger: Logger) throws(UVError) {
@@ -122,7 +127,8 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
         let method = parts.first.map(String.init) ?? ""
         let target = parts.count > 1 ? Self.path(of: parts[1]) : nil
         let response = Self.response(
-            method: method, target: target, exposition: { body.withLock { $0 } }, ready: ready.load(ordering: .relaxed))
+            method: method, target: target, exposition: { body.withLock { $0 } }, ready: ready.load(ordering: .relaxed),
+            reload: onReload)
         if method == "HEAD" {
             connection.write(response.head) { _ in finish() }
         } else {
@@ -144,14 +150,25 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
 
     /// The status line and headers, and the body, of the answer to `method` on `target`.
     static func response(
-        method: String, target: String?, exposition: () -> ReceivedBytes, ready: Bool
+        method: String, target: String?, exposition: () -> ReceivedBytes, ready: Bool,
+        reload: (() -> (applied: Bool, message: String))? = nil
     ) -> (head: [UInt8], body: ReceivedBytes) {
         let text = { (message: String) in ReceivedBytes(Array(message.utf8)) }
         var contentType = "text/plain; charset=utf-8"
         var extraHeaders = ""
         let status: String
         let body: ReceivedBytes
-        if method != "GET" && method != "HEAD" {
+        if target == "/-/reload" {
+            // As Prometheus' own: POST or PUT, never GET, so that a crawler or a prefetch
+            // cannot trigger it.
+            if method == "POST" || method == "PUT" {
+                let outcome = reload?() ?? (applied: false, message: "this loopd cannot reload\n")
+                (status, body) = (outcome.applied ? "200 OK" : "500 Internal Server Error", text(outcome.message))
+            } else {
+                (status, body) = ("405 Method Not Allowed", text("/-/reload takes POST or PUT\n"))
+                extraHeaders = "Allow: POST, PUT\r\n"
+            }
+        } else if method != "GET" && method != "HEAD" {
             (status, body) = ("405 Method Not Allowed", text("only GET and HEAD are served\n"))
             extraHeaders = "Allow: GET, HEAD\r\n"
         } else {
@@ -167,7 +184,9 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
                     ? ("200 OK", text("loopd is ready.\n"))
                     : ("503 Service Unavailable", text("loopd is not ready.\n"))
             default:
-                (status, body) = ("404 Not Found", text("loopd serves /metrics, /-/healthy and /-/ready\n"))
+                (status, body) = (
+                    "404 Not Found", text("loopd serves /metrics, /-/healthy, /-/ready and POST /-/reload\n")
+                )
             }
         }
         let head = Array(

@@ -402,6 +402,120 @@ struct LoopdEndToEndTests {
         #expect(!loopd.log().contains("ThreadSanitizer"), "clean when built with --sanitize=thread")
     }
 
+    /// A config file in a fresh folder, removed with it.
+    final class ConfigFolder {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "loopd-config-\(UUID().uuidString)")
+        var path: String { directory.appendingPathComponent("loopd.yaml").path }
+
+        init() throws { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+
+        deinit { try? FileManager.default.removeItem(at: directory) }
+
+        /// Replaces the file's text, at once (rename over the old file).
+        func write(_ text: String) throws {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+    }
+
+    /// A config file whose rules map `load.<key>` to `<name>{key}`.
+    static func loadConfig(_ name: String) -> String {
+        "mappings:\n  - match: load.*\n    name: \(name)\n    labels:\n      key: $1\n  - match: noise.*\n    action: drop\n"
+    }
+
+    @Test func aReloadWhileClientsSendLosesNothingAndABadFileKeepsTheRunningRules() throws {
+        let config = try ConfigFolder()
+        try config.write(Self.loadConfig("first"))
+        let loopd = try LoopdProcess(["--config", config.path, "--prometheus", "127.0.0.1:0"], flushInterval: 0.05)
+        let line = try loopd.waitForLog("serving Prometheus metrics at http://")
+        let httpPort = Int(line.split(separator: ":").last!.split(separator: "/").first!)!
+        let udp = UDPSender(port: loopd.port)
+        var lines = 0.0
+        var applied = 0.0
+        var refused = 0.0
+        var signalled = 0.0
+        for round in 0..<400 {
+            var datagram = ""
+            for key in 0..<10 { datagram += "load.k\(key % 3):1|c\n" }
+            datagram += "noise.x:1|c\n"
+            udp.send(datagram)
+            lines += 11
+            if round % 50 == 49 {
+                // Alternately: new rules by SIGHUP, a broken file by SIGHUP, new rules by POST.
+                // A signal is handled when the loop gets to it: wait for its log line before the
+                // file changes again.
+                func reloaded(_ text: String, count: Double) throws {
+                    let deadline = Date().addingTimeInterval(20)
+                    while Double(loopd.log().components(separatedBy: text).count - 1) < count {
+                        guard Date() < deadline else { throw LoopdTestError.missing("\(text) × \(count)") }
+                        usleep(2_000)
+                    }
+                }
+                switch round / 50 % 3 {
+                case 0:
+                    try config.write(Self.loadConfig("by_signal\(round)"))
+                    loopd.signal(SIGHUP)
+                    applied += 1
+                    signalled += 1
+                    try reloaded("SIGHUP: applied", count: signalled)
+                case 1:
+                    try config.write("mappings:\n  - match: [\n")
+                    loopd.signal(SIGHUP)
+                    refused += 1
+                    try reloaded("the config file is refused", count: refused)
+                default:
+                    try config.write(Self.loadConfig("by_post\(round)"))
+                    let client = try TCPClient(port: httpPort)
+                    client.send("POST /-/reload HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+                    let response = String(decoding: client.readToEnd().bytes, as: UTF8.self)
+                    #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(response)")
+                    #expect(response.contains("applied 2 mapping rules"))
+                    applied += 1
+                }
+            }
+        }
+        try loopd.waitForLines(lines)
+        #expect(loopd.signal(SIGTERM) < 5)
+        #expect(loopd.process.terminationStatus == 0)
+        let totals = Totals(try loopd.flushes())
+        let mapped = totals.counters.filter { !$0.key.hasPrefix("loopd.") }
+        #expect(mapped.values.reduce(0, +) == 4000, "every line counted once, under one rule set or another")
+        #expect(mapped.keys.allSatisfy { $0.contains("|#key:k") }, "\(mapped.keys.sorted())")
+        #expect(mapped.keys.contains { $0.hasPrefix("first|") } && mapped.keys.contains { $0.hasPrefix("by_post") })
+        #expect(totals.counters["loopd.mapping_dropped_lines"] == 400)
+        #expect(totals.counters["loopd.config_reloads"] == applied)
+        #expect(totals.counters["loopd.config_reloads_refused"] == refused)
+        #expect(loopd.log().contains("the config file is refused, the running settings stay: "))
+        #expect(!loopd.log().contains("ThreadSanitizer"), "clean when built with --sanitize=thread")
+    }
+
+    @Test func aReloadNamesTheSettingsThatNeedARestart() throws {
+        let config = try ConfigFolder()
+        try config.write("max-series: 1000\npercentiles: [50]\n")
+        let loopd = try LoopdProcess(["--config", config.path])
+        try config.write("max-series: 2000\npercentiles: [50, 99]\n")
+        loopd.signal(SIGHUP)
+        let line = try loopd.waitForLog("SIGHUP: applied")
+        #expect(line.contains("percentiles 50,99"))
+        #expect(line.contains("changed but applied only at a restart: max-series"))
+        UDPSender(port: loopd.port).send("t:1|ms")
+        try loopd.waitForLines(1)
+        loopd.signal(SIGTERM)
+        let timers = try loopd.flushes().flatMap { $0["timers"] as? [[String: Any]] ?? [] }
+        #expect(timers.contains { $0["p99"] != nil }, "the reloaded percentiles")
+    }
+
+    @Test func aBadConfigFileAtStartIsRefusedNamingTheLine() throws {
+        let config = try ConfigFolder()
+        // The flush interval is a flag too here (LoopdProcess gives one): a bad value in the
+        // file is refused even where a flag overrides it.
+        try config.write("max-series: 100\nflush-interval: soon\n")
+        let loopd = try LoopdProcess(["--config", config.path], waitForListening: false)
+        loopd.waitForExit()
+        #expect(loopd.process.terminationStatus == 64)
+        #expect(loopd.log().contains("\(config.path):2: flush-interval: expected a number, got \"soon\""))
+    }
+
     @Test func aGraphiteHostThatDoesNotResolveIsRetriedWithoutStoppingLoopd() throws {
         let loopd = try LoopdProcess(["--graphite", "no-such-host.invalid:2003"])
         try loopd.waitForLog("cannot connect to Graphite at no-such-host.invalid:2003: ")

@@ -17,6 +17,35 @@ struct PrometheusEndpointTests {
         return (String(decoding: response.head, as: UTF8.self), String(decoding: response.body, as: UTF8.self))
     }
 
+    @Test func reloadTakesPostOrPutAndAnswersWithWhatHappened() {
+        let exposition = ReceivedBytes(Array("up 1\n".utf8))
+        var calls = 0
+        func answer(_ method: String, applied: Bool) -> (head: String, body: String) {
+            let response = PrometheusEndpoint.response(
+                method: method, target: "/-/reload", exposition: { exposition }, ready: true,
+                reload: {
+                    calls += 1
+                    return (applied, applied ? "applied 2 mapping rules\n" : "line 3: port: expected a whole number\n")
+                })
+            return (String(decoding: response.head, as: UTF8.self), String(decoding: response.body, as: UTF8.self))
+        }
+        let post = answer("POST", applied: true)
+        #expect(post.head.hasPrefix("HTTP/1.1 200 OK\r\n") && post.body == "applied 2 mapping rules\n")
+        let refused = answer("PUT", applied: false)
+        #expect(refused.head.hasPrefix("HTTP/1.1 500 Internal Server Error\r\n"))
+        #expect(refused.body == "line 3: port: expected a whole number\n")
+        #expect(calls == 2)
+        for method in ["GET", "HEAD", "DELETE"] {
+            let other = answer(method, applied: true)
+            #expect(other.head.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n"))
+            #expect(other.head.contains("Allow: POST, PUT\r\n"))
+        }
+        #expect(calls == 2, "only POST and PUT reload: a GET from a crawler does not")
+        let unset = PrometheusEndpoint.response(
+            method: "POST", target: "/-/reload", exposition: { exposition }, ready: true)
+        #expect(String(decoding: unset.head, as: UTF8.self).hasPrefix("HTTP/1.1 500"))
+    }
+
     @Test func metricsAnswersGetAndHeadWithTheSameHead() {
         let get = Self.answer("GET", "/metrics")
         #expect(get.head.hasPrefix("HTTP/1.1 200 OK\r\n"))
@@ -41,7 +70,7 @@ struct PrometheusEndpointTests {
         #expect(post.head.contains("Allow: GET, HEAD\r\n"))
         let missing = Self.answer("GET", "/")
         #expect(missing.head.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
-        #expect(missing.body == "loopd serves /metrics, /-/healthy and /-/ready\n")
+        #expect(missing.body == "loopd serves /metrics, /-/healthy, /-/ready and POST /-/reload\n")
         #expect(Self.answer("GET", nil).head.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
     }
 

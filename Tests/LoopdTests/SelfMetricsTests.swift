@@ -29,7 +29,11 @@ struct SelfMetricsTests {
         #expect(find(second, "loopd.graphite_dropped_lines") == nil)
         daemon.prometheus = (connectionsRefused: 3, seriesLeftOut: 4, seriesMerged: 5)
         daemon.graphiteDroppedLines = 10
+        daemon.configReloads = (applied: 6, refused: 7)
         first = metrics.report(ingest.counts, daemon, table: ingest.table)
+        #expect(find(first, "loopd.config_reloads")?.value == 6)
+        #expect(find(first, "loopd.config_reloads_refused")?.value == 7)
+        #expect(find(first, "loopd.mapping_dropped_lines")?.value == 0)
         #expect(find(first, "loopd.prometheus_connections_refused")?.value == 3)
         #expect(find(first, "loopd.prometheus_series_left_out")?.value == 4)
         #expect(find(first, "loopd.prometheus_series_merged")?.value == 5)
@@ -50,6 +54,7 @@ struct SelfMetricsTests {
         var daemon = SelfMetrics.Daemon()
         daemon.prometheus = (0, 0, 0)
         daemon.graphiteDroppedLines = 0
+        daemon.configReloads = (0, 0)
         let reported = metrics.report(Ingest.Counts(), daemon, table: SeriesTable(maxSeries: 1))
         #expect(Set(reported.map(\.name)) == Set(documented.keys))
         for metric in reported {

@@ -34,14 +34,20 @@ struct SeriesTableTests {
         #expect(
             t.stats
                 == SampleStats(
-                    samples: 100, sum: 5050, min: 1, max: 100, mean: 50.5, p50: 50, p90: 90, p95: 95, p99: 99))
+                    samples: 100, sum: 5050, min: 1, max: 100, mean: 50.5, stddev: t.stats.stddev,
+                    sumSquares: 338_350,
+                    percentiles: [
+                        .init(p: 50, value: 50), .init(p: 90, value: 90), .init(p: 95, value: 95),
+                        .init(p: 99, value: 99),
+                    ]))
+        #expect(abs(t.stats.stddev - 833.25.squareRoot()) < 1e-9, "the population standard deviation of 1...100")
         let h = try #require(flushed.stats["h"])
         #expect(h.kind == .histogram)
         #expect(h.count == 4, "two samples at rate 0.5 count as four")
         #expect(h.stats.samples == 2)
         #expect(h.stats.sum == 12, "each sample at rate 0.5 counts twice in the sum too")
         #expect(h.stats.mean == 3)
-        #expect(h.stats.p50 == 1 && h.stats.p99 == 5)
+        #expect(h.stats.percentile(50) == 1 && h.stats.percentile(99) == 5)
         #expect(flushed.stats["d"]?.kind == .distribution)
         #expect(flush(ingest).stats.isEmpty, "samples are reset at each flush")
     }

@@ -1,0 +1,291 @@
+import LoopdCore
+import Yams
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// loopd's config file (`--config`): YAML whose top-level keys are the flags' names without
+/// `--` (`port: 8125`, `flush-interval: 10`), plus `percentiles` and `mappings`. A flag given on
+/// the command line overrides the file's value.
+///
+/// YAML rather than TOML: the mapping rules are a list of small maps, which YAML writes
+/// without repeating a table header per rule, and statsd_exporter's users, whose mapping files
+/// are YAML, can bring their rules over with few edits.
+///
+/// Every problem is reported with the file, the line and the key, and the whole file is
+/// refused: no setting of a file with a problem is used.
+struct ConfigFile {
+    /// A value and the line it is on.
+    struct Entry {
+        var node: Node
+        var line: Int
+    }
+
+    /// The file's path, as given.
+    let path: String
+    /// The top-level settings by key, with their lines (`mappings` apart).
+    let entries: [String: Entry]
+    /// The mapping rules, in order.
+    let mappings: [MappingRule]
+
+    /// The largest file read: a config file is a few kilobytes.
+    static let maxBytes = 1 << 20
+
+    /// The top-level keys a file may have, besides `mappings`.
+    static let keys: Set<String> = [
+        "host", "port", "udp-buffer", "max-line", "flush-interval", "output", "graphite", "prometheus",
+        "prometheus-timers", "prometheus-buckets", "unix-socket", "unix-socket-mode", "max-series", "expire-after",
+        "tcp-idle-timeout", "graphite-max-queued", "log-level", "percentiles",
+    ]
+
+    /// A problem with the file, naming it, the line and the key.
+    struct Problem: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Reads and checks the file at `path`.
+    static func load(_ path: String) throws(Problem) -> ConfigFile {
+        let text = try read(path)
+        return try parse(text, path: path)
+    }
+
+    /// Checks a file's text; `path` names it in messages.
+    static func parse(_ text: String, path: String) throws(Problem) -> ConfigFile {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch {
+            throw Problem(description: "\(path): not valid YAML: \(error)")
+        }
+        guard let root else { return ConfigFile(path: path, entries: [:], mappings: []) }
+        guard case let .mapping(top) = root else {
+            throw Problem(
+                description: "\(path):\(line(root)): expected keys and values (such as port: 8125) at the top")
+        }
+        var entries = [String: Entry]()
+        var mappings = [MappingRule]()
+        for (keyNode, value) in top {
+            guard let key = keyNode.string else {
+                throw Problem(description: "\(path):\(line(keyNode)): a key must be a plain word")
+            }
+            guard entries[key] == nil && !(key == "mappings" && !mappings.isEmpty) else {
+                throw Problem(description: "\(path):\(line(keyNode)): \(key) is given twice")
+            }
+            if key == "mappings" {
+                mappings = try rules(value, path: path)
+                continue
+            }
+            guard keys.contains(key) else {
+                throw Problem(
+                    description:
+                        "\(path):\(line(keyNode)): unknown key \(key.debugDescription); the keys are \(keys.sorted().joined(separator: ", ")) and mappings"
+                )
+            }
+            entries[key] = Entry(node: value, line: line(value))
+        }
+        return ConfigFile(path: path, entries: entries, mappings: mappings)
+    }
+
+    /// Where a value came from, for messages: `loopd.yaml:3: port`.
+    func origin(_ key: String) -> String {
+        "\(path):\(entries[key]?.line ?? 0): \(key)"
+    }
+
+    /// The scalar text of `key`, if the file sets it; throws if it is a list or a map.
+    func string(_ key: String) throws(Problem) -> String? {
+        guard let entry = entries[key] else { return nil }
+        guard let text = entry.node.string else {
+            throw Problem(description: "\(origin(key)): expected one value, not a list or a map")
+        }
+        return text
+    }
+
+    /// The integer value of `key`, if the file sets it.
+    func int(_ key: String) throws(Problem) -> Int? {
+        guard let text = try string(key) else { return nil }
+        guard let value = Int(text.replacingUnderscores()) else {
+            throw Problem(description: "\(origin(key)): expected a whole number, got \(text.debugDescription)")
+        }
+        return value
+    }
+
+    /// The number value of `key`, if the file sets it.
+    func double(_ key: String) throws(Problem) -> Double? {
+        guard let text = try string(key) else { return nil }
+        guard let value = Double(text), value.isFinite else {
+            throw Problem(description: "\(origin(key)): expected a number, got \(text.debugDescription)")
+        }
+        return value
+    }
+
+    /// A list of numbers for `key`: a YAML list, or one comma-separated string as the flag takes.
+    func numbers(_ key: String) throws(Problem) -> [Double]? {
+        guard let entry = entries[key] else { return nil }
+        return try Self.numbers(entry.node, what: origin(key))
+    }
+
+    static func numbers(_ node: Node, what: String) throws(Problem) -> [Double] {
+        var texts = [String]()
+        if case let .sequence(items) = node {
+            for item in items {
+                guard let text = item.string else { throw Problem(description: "\(what): expected numbers") }
+                texts.append(text)
+            }
+        } else if let text = node.string {
+            texts = text.split(separator: ",", omittingEmptySubsequences: false).map {
+                String($0.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+            }
+        } else {
+            throw Problem(description: "\(what): expected a list of numbers")
+        }
+        var numbers = [Double]()
+        for text in texts {
+            guard let number = Double(text), number.isFinite else {
+                throw Problem(description: "\(what): expected numbers, got \(text.debugDescription)")
+            }
+            numbers.append(number)
+        }
+        return numbers
+    }
+
+    // MARK: Rules
+
+    /// The keys of a mapping rule: statsd_exporter's names, so that its mapping files come
+    /// over with few edits.
+    static let ruleKeys: Set<String> = [
+        "match", "match_type", "match_metric_type", "action", "name", "labels", "percentiles",
+    ]
+
+    private static func rules(_ node: Node, path: String) throws(Problem) -> [MappingRule] {
+        guard case let .sequence(items) = node else {
+            throw Problem(
+                description: "\(path):\(line(node)): mappings: expected a list of rules (each line starting with -)")
+        }
+        guard items.count <= Self.maxRules else {
+            throw Problem(
+                description: "\(path):\(line(node)): mappings: at most \(Self.maxRules) rules, got \(items.count)")
+        }
+        var rules = [MappingRule]()
+        for item in items { rules.append(try rule(item, path: path)) }
+        return rules
+    }
+
+    /// The most mapping rules a file may have: each new key runs through them in order.
+    static let maxRules = 10_000
+
+    private static func rule(_ node: Node, path: String) throws(Problem) -> MappingRule {
+        let at = "\(path):\(line(node)): mapping rule"
+        guard case let .mapping(fields) = node else {
+            throw Problem(description: "\(at): expected keys such as match: and name:")
+        }
+        var values = [String: Node]()
+        for (keyNode, value) in fields {
+            guard let key = keyNode.string, ruleKeys.contains(key) else {
+                throw Problem(
+                    description:
+                        "\(path):\(line(keyNode)): unknown mapping rule key \((keyNode.string ?? "").debugDescription); the keys are \(ruleKeys.sorted().joined(separator: ", "))"
+                )
+            }
+            guard values[key] == nil else {
+                throw Problem(description: "\(path):\(line(keyNode)): \(key) is given twice")
+            }
+            values[key] = value
+        }
+        func text(_ key: String) throws(Problem) -> String? {
+            guard let node = values[key] else { return nil }
+            guard let text = node.string else {
+                throw Problem(description: "\(path):\(line(node)): \(key): expected one value, not a list or a map")
+            }
+            return text
+        }
+        guard let match = try text("match") else { throw Problem(description: "\(at): match is required") }
+        let matchType = try text("match_type").map { (value) throws(Problem) -> MappingRule.MatchType in
+            guard let type = MappingRule.MatchType(rawValue: value) else {
+                throw Problem(
+                    description:
+                        "\(path):\(line(values["match_type"]!)): match_type must be glob or regex, got \(value)")
+            }
+            return type
+        }
+        let kinds = try text("match_metric_type").map { (value) throws(Problem) -> [MetricKind] in
+            guard let kinds = metricKinds[value] else {
+                throw Problem(
+                    description:
+                        "\(path):\(line(values["match_metric_type"]!)): match_metric_type must be one of \(metricKinds.keys.sorted().joined(separator: ", ")), got \(value)"
+                )
+            }
+            return kinds
+        }
+        let action = try text("action").map { (value) throws(Problem) -> MappingRule.Action in
+            guard let action = MappingRule.Action(rawValue: value) else {
+                throw Problem(
+                    description: "\(path):\(line(values["action"]!)): action must be map or drop, got \(value)")
+            }
+            return action
+        }
+        var labels = [(key: String, value: String)]()
+        if let node = values["labels"] {
+            guard case let .mapping(pairs) = node else {
+                throw Problem(description: "\(path):\(line(node)): labels: expected keys and values")
+            }
+            for (key, value) in pairs {
+                guard let key = key.string, let value = value.string else {
+                    throw Problem(description: "\(path):\(line(key)): labels: each label is a name and one value")
+                }
+                labels.append((key, value))
+            }
+        }
+        let percentiles = try values["percentiles"].map { (node) throws(Problem) in
+            try numbers(node, what: "\(path):\(line(node)): percentiles")
+        }
+        do {
+            return try MappingRule(
+                match: match, matchType: matchType ?? .glob, kinds: kinds, action: action ?? .map,
+                name: try text("name"), labels: labels, percentiles: percentiles)
+        } catch {
+            throw Problem(description: "\(at): \(error)")
+        }
+    }
+
+    /// `match_metric_type`'s values: the kinds' names, and statsd_exporter's `observer` for the
+    /// sampled kinds.
+    static let metricKinds: [String: [MetricKind]] = [
+        "counter": [.counter], "gauge": [.gauge], "timer": [.timer], "histogram": [.histogram],
+        "distribution": [.distribution], "set": [.set], "observer": [.timer, .histogram, .distribution],
+    ]
+
+    private static func line(_ node: Node) -> Int { (node.mark?.line ?? 0) }
+
+    /// The file's text, at most `maxBytes`.
+    private static func read(_ path: String) throws(Problem) -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw Problem(description: "\(path): cannot read it: \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        var bytes = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else {
+                throw Problem(description: "\(path): cannot read it: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            bytes += chunk[..<count]
+            guard bytes.count <= maxBytes else {
+                throw Problem(description: "\(path): larger than \(maxBytes) bytes; a config file is a few kilobytes")
+            }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw Problem(description: "\(path): not UTF-8 text")
+        }
+        return text
+    }
+}
+
+extension String {
+    /// Without the `_` digit separators YAML allows in numbers (`100_000`).
+    fileprivate func replacingUnderscores() -> String { String(filter { $0 != "_" }) }
+}

@@ -1,0 +1,224 @@
+import Logging
+import LoopdCore
+import ReactiveLoop
+import ReactiveLoopUV
+
+/// loopd's settings: each from its flag if given, else from the config file if it has the key,
+/// else the default; checked, with messages that name where the value came from (`--port` or
+/// `loopd.yaml:3: port`).
+struct Settings {
+    /// The flags as given on the command line; nil: not given.
+    struct Flags {
+        var host: String?
+        var port: Int?
+        var udpBuffer: Int?
+        var maxLine: Int?
+        var flushInterval: Double?
+        var output: String?
+        var graphite: String?
+        var prometheus: String?
+        var prometheusTimers: String?
+        var prometheusBuckets: String?
+        var percentiles: String?
+        var unixSocket: String?
+        var unixSocketMode: String?
+        var maxSeries: Int?
+        var expireAfter: Int?
+        var tcpIdleTimeout: Double?
+        var graphiteMaxQueued: Int?
+        var logLevel: String?
+    }
+
+    /// A setting that cannot be used, naming where it came from and the value.
+    struct Problem: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The daemon's configuration.
+    var configuration: Daemon.Configuration
+    /// The log level.
+    var logLevel: Logger.Level
+
+    /// The default percentiles.
+    static let defaultPercentiles: [Double] = [50, 90, 95, 99]
+
+    /// Resolves and checks every setting: `flags`, then the file at `configPath` if given, then
+    /// the defaults.
+    static func resolve(_ flags: Flags, configPath: String?) throws(Problem) -> Settings {
+        var file: ConfigFile?
+        if let configPath {
+            do {
+                file = try ConfigFile.load(configPath)
+            } catch {
+                throw Problem(description: error.description)
+            }
+        }
+        do {
+            return try resolve(flags, file: file)
+        } catch let problem as ConfigFile.Problem {
+            throw Problem(description: problem.description)
+        } catch let problem as Problem {
+            throw problem
+        } catch {
+            throw Problem(description: "\(error)")
+        }
+    }
+
+    /// Resolves and checks every setting from `flags`, then `file`, then the defaults.
+    static func resolve(_ flags: Flags, file: ConfigFile?) throws -> Settings {
+        // Every value of the file is read, and its type checked, even where a flag overrides it:
+        // a file with a problem is refused whole. Where a value came from, for messages.
+        func origin(_ key: String, flag: Any?) -> String {
+            flag != nil || file?.entries[key] == nil ? "--\(key)" : file!.origin(key)
+        }
+        func check(_ condition: Bool, _ message: @autoclosure () -> String) throws(Problem) {
+            if !condition { throw Problem(description: message()) }
+        }
+        func checkInterval(_ key: String, _ flag: Double?, _ seconds: Double, in range: ClosedRange<Double>)
+            throws(Problem)
+        {
+            if let problem = _intervalProblem(origin(key, flag: flag), seconds, .within(range)) {
+                throw Problem(description: problem)
+            }
+        }
+
+        let hostFile = try file?.string("host")
+        let host = flags.host ?? hostFile ?? "127.0.0.1"
+        let portFile = try file?.int("port")
+        let port = flags.port ?? portFile ?? 8125
+        let udpBufferFile = try file?.int("udp-buffer")
+        let udpBuffer = flags.udpBuffer ?? udpBufferFile ?? 8 * 1024 * 1024
+        let maxLineFile = try file?.int("max-line")
+        let maxLine = flags.maxLine ?? maxLineFile ?? 8192
+        let flushIntervalFile = try file?.double("flush-interval")
+        let flushInterval = flags.flushInterval ?? flushIntervalFile ?? 10
+        let outputFile = try file?.string("output")
+        let output = flags.output ?? outputFile ?? "-"
+        let graphiteFile = try file?.string("graphite")
+        let graphite = flags.graphite ?? graphiteFile
+        let prometheusFile = try file?.string("prometheus")
+        let prometheus = flags.prometheus ?? prometheusFile
+        let prometheusTimersFile = try file?.string("prometheus-timers")
+        let prometheusTimers = flags.prometheusTimers ?? prometheusTimersFile ?? "histogram"
+        let unixSocketFile = try file?.string("unix-socket")
+        let unixSocket = flags.unixSocket ?? unixSocketFile
+        let unixSocketModeFile = try file?.string("unix-socket-mode")
+        let unixSocketMode = flags.unixSocketMode ?? unixSocketModeFile ?? "660"
+        let maxSeriesFile = try file?.int("max-series")
+        let maxSeries = flags.maxSeries ?? maxSeriesFile ?? 100_000
+        let expireAfterFile = try file?.int("expire-after")
+        let expireAfter = flags.expireAfter ?? expireAfterFile ?? 6
+        let tcpIdleTimeoutFile = try file?.double("tcp-idle-timeout")
+        let tcpIdleTimeout = flags.tcpIdleTimeout ?? tcpIdleTimeoutFile ?? 600
+        let graphiteMaxQueuedFile = try file?.int("graphite-max-queued")
+        let graphiteMaxQueued = flags.graphiteMaxQueued ?? graphiteMaxQueuedFile ?? 16 << 20
+        let logLevelFile = try file?.string("log-level")
+        let logLevel = flags.logLevel ?? logLevelFile ?? "info"
+
+        try check(
+            (0...65535).contains(port), "\(origin("port", flag: flags.port)) must be in 0...65535, got \(port)")
+        try check(
+            udpBuffer > 0 && udpBuffer <= Int(Int32.max),
+            "\(origin("udp-buffer", flag: flags.udpBuffer)) must be in 1...\(Int32.max), got \(udpBuffer)")
+        try check(
+            maxLine > 0 && maxLine <= 65536,
+            "\(origin("max-line", flag: flags.maxLine)) must be in 1...65536, got \(maxLine)")
+        try checkInterval("flush-interval", flags.flushInterval, flushInterval, in: 0.01...86400)
+        try check(
+            maxSeries > 0 && maxSeries <= Int(Int32.max),
+            "\(origin("max-series", flag: flags.maxSeries)) must be in 1...\(Int32.max), got \(maxSeries)")
+        try check(
+            expireAfter >= 0 && expireAfter <= Int(UInt32.max),
+            "\(origin("expire-after", flag: flags.expireAfter)) must be in 0...\(UInt32.max), got \(expireAfter)")
+        try checkInterval("tcp-idle-timeout", flags.tcpIdleTimeout, tcpIdleTimeout, in: 0...86400)
+        try check(
+            graphiteMaxQueued >= 1024 && graphiteMaxQueued <= 1 << 40,
+            "\(origin("graphite-max-queued", flag: flags.graphiteMaxQueued)) must be in 1024...\(1 << 40) bytes, got \(graphiteMaxQueued)"
+        )
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw Problem(
+                description:
+                    "\(origin("log-level", flag: flags.logLevel)) must be one of trace, debug, info, notice, warning, error, critical; got \(logLevel)"
+            )
+        }
+        try check(
+            !output.isEmpty, "\(origin("output", flag: flags.output)) must be a file path or -, got an empty string")
+        guard let timers = PrometheusOptions.Timers(rawValue: prometheusTimers) else {
+            throw Problem(
+                description:
+                    "\(origin("prometheus-timers", flag: flags.prometheusTimers)) must be histogram or summary, got \(prometheusTimers)"
+            )
+        }
+        guard let mode = UInt32(unixSocketMode, radix: 8), mode <= 0o777 else {
+            throw Problem(
+                description:
+                    "\(origin("unix-socket-mode", flag: flags.unixSocketMode)) must be octal permissions in 0...777, got \(unixSocketMode)"
+            )
+        }
+        try check(
+            unixSocket?.isEmpty != true,
+            "\(origin("unix-socket", flag: flags.unixSocket)) must be a path, got an empty string")
+
+        let bucketsFile = try file?.numbers("prometheus-buckets")
+        let percentilesFile = try file?.numbers("percentiles")
+        let buckets: [Double]
+        if let text = flags.prometheusBuckets {
+            do {
+                buckets = try PrometheusOptions.bucketList(text)
+            } catch {
+                throw Problem(description: "--prometheus-buckets \(text): \(error)")
+            }
+        } else if let list = bucketsFile {
+            do {
+                buckets = try PrometheusOptions.bucketList(list.map { "\($0)" }.joined(separator: ","))
+            } catch {
+                throw Problem(description: "\(file!.origin("prometheus-buckets")): \(error)")
+            }
+        } else {
+            buckets = PrometheusOptions.defaultBuckets
+        }
+
+        let percentiles: [Double]
+        if let text = flags.percentiles {
+            let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+            let numbers = parts.compactMap { Double($0) }
+            guard numbers.count == parts.count else {
+                throw Problem(description: "--percentiles \(text): expected numbers separated by commas")
+            }
+            percentiles = numbers
+        } else {
+            percentiles = percentilesFile ?? defaultPercentiles
+        }
+        do {
+            try MappingRule.checkPercentiles(percentiles, what: origin("percentiles", flag: flags.percentiles))
+        } catch {
+            throw Problem(description: error.description)
+        }
+
+        let configuration: Daemon.Configuration
+        do {
+            configuration = Daemon.Configuration(
+                listen: try Daemon.address(
+                    host: host, port: port,
+                    flag: flags.host == nil && file?.entries["host"] != nil ? file!.origin("host") : "--host/--port"),
+                udpBuffer: udpBuffer, maxLine: maxLine, flushInterval: flushInterval, output: output,
+                graphite: try graphite.map {
+                    try Daemon.endpoint(
+                        $0, flag: origin("graphite", flag: flags.graphite), example: "carbon.example.com:2003")
+                },
+                prometheus: try prometheus.map {
+                    try Daemon.address(
+                        $0, flag: origin("prometheus", flag: flags.prometheus), example: "127.0.0.1:9102",
+                        listening: true)
+                },
+                maxSeries: maxSeries, expireAfter: UInt32(expireAfter),
+                tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued,
+                prometheusTimers: timers, prometheusBuckets: buckets, unixSocket: unixSocket,
+                unixSocketMode: mode, percentiles: percentiles,
+                mapper: file.map { Mapper(rules: $0.mappings) })
+        } catch {
+            throw Problem(description: "\(error)")
+        }
+        return Settings(configuration: configuration, logLevel: level)
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import LoopdCore
+import Testing
+
+@testable import loopd
+
+/// The config file: what it sets, the flags over it, and a message naming the line for every
+/// problem.
+@Suite("Config file")
+struct ConfigFileTests {
+    static func settings(_ text: String, flags: Settings.Flags = Settings.Flags()) throws -> Settings {
+        try Settings.resolve(flags, file: try ConfigFile.parse(text, path: "loopd.yaml"))
+    }
+
+    /// The message of what `text` (with `flags`) is refused for.
+    static func problem(_ text: String, flags: Settings.Flags = Settings.Flags()) -> String {
+        do {
+            _ = try settings(text, flags: flags)
+            return "accepted"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func everyKeyOfTheFileIsASetting() throws {
+        let settings = try Self.settings(
+            """
+            # Every key, as the flags name them.
+            host: 127.0.0.2
+            port: 9125
+            udp-buffer: 1_048_576
+            max-line: 4096
+            flush-interval: 2.5
+            output: /tmp/loopd.jsonl
+            graphite: carbon.example.com:2003
+            prometheus: :9102
+            prometheus-timers: summary
+            prometheus-buckets: [0.1, 1, 10]
+            percentiles: [50, 99.9]
+            unix-socket: /run/loopd.sock
+            unix-socket-mode: "600"
+            max-series: 5000
+            expire-after: 3
+            tcp-idle-timeout: 30
+            graphite-max-queued: 2048
+            log-level: debug
+            mappings:
+              - match: a.*
+                name: b
+            """)
+        let configuration = settings.configuration
+        #expect(configuration.listen.description == "127.0.0.2:9125")
+        #expect(configuration.udpBuffer == 1_048_576 && configuration.maxLine == 4096)
+        #expect(configuration.flushInterval == 2.5 && configuration.output == "/tmp/loopd.jsonl")
+        #expect(configuration.graphite?.description == "carbon.example.com:2003")
+        #expect(configuration.prometheus?.description == "0.0.0.0:9102")
+        #expect(configuration.prometheusTimers == .summary && configuration.prometheusBuckets == [0.1, 1, 10])
+        #expect(configuration.percentiles == [50, 99.9])
+        #expect(configuration.unixSocket == "/run/loopd.sock" && configuration.unixSocketMode == 0o600)
+        #expect(configuration.maxSeries == 5000 && configuration.expireAfter == 3)
+        #expect(configuration.tcpIdleTimeout == 30 && configuration.graphiteMaxQueued == 2048)
+        #expect(settings.logLevel == .debug)
+        #expect(configuration.mapper?.rules.map(\.match) == ["a.*"])
+        // Every key the file may have was set above.
+        #expect(ConfigFile.keys.count == 18)
+    }
+
+    @Test func flagsOverrideTheFileAndTheFileTheDefaults() throws {
+        var flags = Settings.Flags()
+        flags.port = 7000
+        flags.percentiles = "75"
+        let settings = try Self.settings("port: 9125\nflush-interval: 3\npercentiles: [1, 2]\n", flags: flags)
+        #expect(settings.configuration.listen.port == 7000)
+        #expect(settings.configuration.percentiles == [75])
+        #expect(settings.configuration.flushInterval == 3)
+        #expect(settings.configuration.maxLine == 8192, "the default")
+        let empty = try Self.settings("")
+        #expect(empty.configuration.listen.description == "127.0.0.1:8125")
+        #expect(empty.configuration.percentiles == [50, 90, 95, 99])
+        #expect(empty.configuration.mapper?.rules.isEmpty == true)
+    }
+
+    @Test(arguments: [
+        ("port: -1\n", "loopd.yaml:1: port must be in 0...65535, got -1"),
+        ("\n\nport: eighty\n", "loopd.yaml:3: port: expected a whole number, got \"eighty\""),
+        ("flush-interval: 0\n", "loopd.yaml:1: flush-interval must be in 0.01...86400 seconds, got 0.0"),
+        ("log-level: loud\n", "loopd.yaml:1: log-level must be one of"),
+        ("prots: 1\n", "loopd.yaml:1: unknown key \"prots\"; the keys are"),
+        ("port: 1\nport: 2\n", "duplicated key(s): 'port'"),
+        ("port: [1, 2]\n", "loopd.yaml:1: port: expected one value, not a list or a map"),
+        ("- port\n", "loopd.yaml:1: expected keys and values"),
+        ("port: [1\n", "loopd.yaml: not valid YAML"),
+        ("percentiles: [50, 0]\n", "loopd.yaml:1: percentiles: each percentile must be in (0, 100], got 0.0"),
+        ("prometheus-buckets: [2, 1]\n", "loopd.yaml:1: prometheus-buckets: bounds must be strictly ascending"),
+        ("graphite: nohost\n", "loopd.yaml:1: graphite nohost: expected host:port"),
+        ("host: example.com\n", "loopd.yaml:1: host example.com: not a numeric"),
+        ("unix-socket-mode: 999\n", "loopd.yaml:1: unix-socket-mode must be octal permissions"),
+        ("mappings: {}\n", "loopd.yaml:1: mappings: expected a list of rules"),
+        ("mappings:\n  - name: x\n", "loopd.yaml:2: mapping rule: match is required"),
+        ("mappings:\n  - match: a\n    nmae: x\n", "loopd.yaml:3: unknown mapping rule key \"nmae\""),
+        (
+            "mappings:\n  - match: a\n    match_type: fuzzy\n",
+            "loopd.yaml:3: match_type must be glob or regex, got fuzzy"
+        ),
+        ("mappings:\n  - match: a\n    action: keep\n", "loopd.yaml:3: action must be map or drop, got keep"),
+        ("mappings:\n  - match: a\n    match_metric_type: meter\n", "loopd.yaml:3: match_metric_type must be one of"),
+        (
+            "mappings:\n  - match: a.*\n  - match: b.*\n    name: x.$2\n",
+            "loopd.yaml:3: mapping rule: name \"x.$2\": $2 names no capture"
+        ),
+        ("mappings:\n  - match: a\n    labels: [x]\n", "loopd.yaml:3: labels: expected keys and values"),
+        (
+            "mappings:\n  - match: a\n    percentiles: [1, x]\n",
+            "loopd.yaml:3: percentiles: expected numbers, got \"x\""
+        ),
+    ])
+    func aProblemIsNamedWithItsLine(text: String, message: String) {
+        let problem = Self.problem(text)
+        #expect(problem.contains(message), "\(problem)")
+    }
+
+    @Test func aFlagsProblemNamesTheFlagNotTheFile() {
+        var flags = Settings.Flags()
+        flags.port = -1
+        #expect(Self.problem("port: 1\n", flags: flags).hasPrefix("--port must be in 0...65535, got -1"))
+        flags = Settings.Flags()
+        flags.percentiles = "50,x"
+        #expect(Self.problem("", flags: flags) == "--percentiles 50,x: expected numbers separated by commas")
+    }
+
+    @Test func aRuleTakesStatsdExporterKeys() throws {
+        let settings = try Self.settings(
+            #"""
+            mappings:
+              - match: 'svc\.(\w+)\.time'
+                match_type: regex
+                match_metric_type: observer
+                name: svc.time
+                labels:
+                  service: $1
+                percentiles: [50, 99]
+              - match: junk.*
+                action: drop
+            """#)
+        let rules = try #require(settings.configuration.mapper?.rules)
+        #expect(rules.count == 2)
+        #expect(rules[0].matchType == .regex && rules[0].kinds == [.timer, .histogram, .distribution])
+        #expect(rules[0].labels.map(\.key) == ["service"] && rules[0].percentiles == [50, 99])
+        #expect(rules[1].action == .drop)
+    }
+
+    @Test func aMissingOrHugeFileIsRefused() throws {
+        #expect(throws: ConfigFile.Problem.self) { _ = try ConfigFile.load("/nonexistent/loopd.yaml") }
+        let path = "/tmp/loopd-config-test-\(getpid()).yaml"
+        defer { unlink(path) }
+        let huge = "# " + String(repeating: "x", count: ConfigFile.maxBytes) + "\n"
+        writeFile(path, huge)
+        #expect {
+            _ = try ConfigFile.load(path)
+        } throws: { error in
+            "\(error)".contains("larger than 1048576 bytes")
+        }
+    }
+}
+
+/// Writes `text` to `path`.
+private func writeFile(_ path: String, _ text: String) {
+    let file = fopen(path, "w")!
+    _ = text.withCString { fputs($0, file) }
+    fclose(file)
+}

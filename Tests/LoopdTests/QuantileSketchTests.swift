@@ -1,0 +1,150 @@
+import Foundation
+import LoopdCore
+import Testing
+
+/// The quantile sketch: its relative-error bound against exact nearest-rank quantiles on skewed
+/// data, merging, its memory bound, and the series table's switch to it past `exactSamples`.
+@Suite("Quantile sketch")
+struct QuantileSketchTests {
+    /// A small deterministic generator (splitmix64), so that failures reproduce.
+    struct Random {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        /// In (0, 1).
+        mutating func uniform() -> Double { (Double(next() >> 11) + 0.5) / Double(1 << 53) }
+        mutating func normal() -> Double { (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform()) }
+    }
+
+    static let alpha = QuantileSketch.relativeAccuracy
+    static let probabilities = [0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999]
+
+    /// The data sets: skewed (lognormal, Pareto), spread over 12 decades, signed, with zeros.
+    static func datasets() -> [(String, [Double])] {
+        var random = Random(state: 42)
+        let n = 100_000
+        return [
+            ("lognormal σ=2", (0..<n).map { _ in exp(2 * random.normal()) }),
+            ("pareto α=1.1", (0..<n).map { _ in pow(random.uniform(), -1 / 1.1) }),
+            ("latencies in ms, 12 decades", (0..<n).map { _ in pow(10, 12 * random.uniform() - 3) }),
+            ("normal, both signs", (0..<n).map { _ in 100 * random.normal() }),
+            ("a third zeros", (0..<n).map { index in index % 3 == 0 ? 0 : exp(random.normal()) }),
+            ("integers 1...100", (0..<n).map { index in Double(index % 100 + 1) }),
+        ]
+    }
+
+    @Test func everyQuantileIsWithinTheRelativeAccuracyOfTheExactOne() {
+        for (name, values) in Self.datasets() {
+            var sketch = QuantileSketch()
+            for value in values { sketch.add(value) }
+            let sorted = values.sorted()
+            #expect(sketch.count == UInt64(values.count))
+            #expect(sketch.min == sorted.first && sketch.max == sorted.last, "\(name): min and max are exact")
+            var worst = 0.0
+            for p in Self.probabilities {
+                let rank = max(1, Int((Double(sorted.count) * p).rounded(.up)))
+                let exact = sorted[rank - 1]
+                let estimate = sketch.quantile(rank: UInt64(rank))
+                let error = exact == 0 ? abs(estimate) : abs(estimate - exact) / abs(exact)
+                worst = max(worst, error)
+                #expect(error <= Self.alpha + 1e-12, "\(name) p\(p * 100): \(estimate) for \(exact)")
+            }
+            #expect(
+                worst > 0 || name.hasPrefix("integers") || name.contains("zeros"), "\(name): an estimate, not a copy")
+        }
+    }
+
+    @Test func aMergeIsTheSketchOfAllTheValues() {
+        for (name, values) in Self.datasets() {
+            var whole = QuantileSketch()
+            var left = QuantileSketch()
+            var right = QuantileSketch()
+            for (index, value) in values.enumerated() {
+                whole.add(value)
+                if index % 3 == 0 { left.add(value) } else { right.add(value) }
+            }
+            left.merge(right)
+            #expect(left == whole, "\(name)")
+        }
+    }
+
+    @Test func countAtOrBelowIsExactButForValuesWithinTheAccuracyOfTheBound() {
+        var random = Random(state: 7)
+        let values = (0..<50_000).map { _ in exp(2 * random.normal()) }
+        var sketch = QuantileSketch()
+        for value in values { sketch.add(value) }
+        for bound in [0.001, 0.1, 0.5, 1, 2, 10, 100, 1e6] {
+            let sure = values.count { $0 <= bound && abs($0 - bound) > Self.alpha * abs($0) }
+            let possible = values.count { $0 <= bound || abs($0 - bound) <= Self.alpha * abs($0) }
+            let counted = Int(sketch.count(atOrBelow: bound))
+            #expect(counted >= sure && counted <= possible, "bound \(bound): \(counted) not in \(sure)...\(possible)")
+        }
+        #expect(sketch.count(atOrBelow: -1) == 0 && sketch.count(atOrBelow: 1e300) == 50_000)
+    }
+
+    @Test func memoryIsBoundedWhateverTheValues() {
+        var random = Random(state: 3)
+        var sketch = QuantileSketch()
+        for _ in 0..<200_000 {
+            let magnitude = pow(10, 600 * random.uniform() - 300)
+            sketch.add(random.next() & 1 == 0 ? magnitude : -magnitude)
+        }
+        // Two signs of at most maxBins 8-byte counts (with the array's spare room), plus the
+        // struct.
+        #expect(sketch.storageBytes <= 2 * (QuantileSketch.maxBins + 8) * 8 + 256)
+        // Past the bins' span, the smallest magnitudes are merged: the top quantiles keep the bound.
+        let top = sketch.quantile(rank: 199_900)
+        #expect(top > 1e200)
+    }
+
+    @Test func aSeriesPastTheExactSamplesGoesToTheSketchWithinItsBound() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 10)
+        var random = Random(state: 11)
+        var values: [Double] = []
+        var datagram = ""
+        for _ in 0..<200_000 {
+            let value = (exp(random.normal()) * 100).rounded() / 100 + 0.01
+            values.append(value)
+            datagram += "lat:\(value)|ms\n"
+            if datagram.utf8.count > 60_000 {
+                feed(ingest, datagram)
+                datagram = ""
+            }
+        }
+        feed(ingest, datagram)
+        let bytes = ingest.table.storageBytes
+        #expect(bytes < 200_000, "1,024 exact samples and a sketch, not 200,000 samples (3.2 MB): \(bytes)")
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 0, intervalSeconds: 10, internalMetrics: [])
+        let stats = try #require(flush.summaries(percentiles: [1, 50, 99, 99.9]).first?.stats)
+        let sorted = values.sorted()
+        #expect(stats.approximate)
+        #expect(stats.samples == 200_000)
+        #expect(stats.min == sorted.first && stats.max == sorted.last)
+        for percentile in stats.percentiles {
+            let exact = sorted[Int((Double(sorted.count) * percentile.p / 100).rounded(.up)) - 1]
+            #expect(
+                abs(percentile.value - exact) <= Self.alpha * exact, "p\(percentile.p): \(percentile.value), \(exact)")
+        }
+        let mean = values.reduce(0, +) / Double(values.count)
+        let variance = values.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(values.count)
+        #expect(abs(stats.mean - mean) < 1e-9 * mean)
+        #expect(abs(stats.stddev - variance.squareRoot()) < 1e-9 * variance.squareRoot())
+        #expect(abs(stats.sumSquares - values.reduce(0) { $0 + $1 * $1 }) < 1e-9 * stats.sumSquares)
+    }
+
+    @Test func atTheThresholdPercentilesAreStillExact() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 10)
+        var lines = ""
+        for value in (1...SeriesTable.exactSamples).reversed() { lines += "t:\(value)|ms\n" }
+        feed(ingest, lines)
+        let stats = try #require(flush(ingest).stats["t"]).stats
+        #expect(!stats.approximate)
+        #expect(stats.percentile(50) == Double(SeriesTable.exactSamples / 2))
+    }
+}
