@@ -44,6 +44,31 @@ public struct SampleStats: Sendable, Equatable {
     public var percentiles: [Percentile]
     /// Whether `percentiles` (and a histogram's buckets) come from a quantile sketch.
     public var approximate: Bool
+    /// With `Flush.summaries(trimmed: true)`: the median as etsy's StatsD computes it (the
+    /// middle sample, or the mean of the two middle ones), and for each percentile p the
+    /// statistics of the lowest round(p% of the samples) (etsy's `count_90`, `mean_90`,
+    /// `upper_90`, `sum_90`, `sum_squares_90`; a percentile that takes no sample is left out).
+    /// From the sketch, within its accuracy, when `approximate`.
+    public var median: Double?
+    /// See `median`.
+    public var trimmed: [Trimmed] = []
+
+    /// The statistics of the lowest samples, up to a percentile (etsy's `mean_90` and kin).
+    public struct Trimmed: Sendable, Equatable {
+        /// The percentile.
+        public var p: Double
+        /// The number of samples taken: round(p% of the samples), halves up.
+        public var count: Int
+        /// Their sum and the sum of their squares (samples unscaled by rates, as etsy sums them).
+        public var sum, sumSquares: Double
+        /// The largest of them.
+        public var upper: Double
+
+        /// Creates trimmed statistics.
+        public init(p: Double, count: Int, sum: Double, sumSquares: Double, upper: Double) {
+            (self.p, self.count, self.sum, self.sumSquares, self.upper) = (p, count, sum, sumSquares, upper)
+        }
+    }
 
     /// One percentile.
     public struct Percentile: Sendable, Equatable {
@@ -142,7 +167,9 @@ public struct Flush: Sendable {
     ///
     /// - Complexity: O(n log n) in the interval's samples (they are sorted), plus O(bounds +
     ///   percentiles) per sampled series, plus O(bins) per sketch.
-    public func summaries(bucketBounds: [Double] = [], percentiles: [Double] = Flush.defaultPercentiles) -> [Summary] {
+    public func summaries(
+        bucketBounds: [Double] = [], percentiles: [Double] = Flush.defaultPercentiles, trimmed: Bool = false
+    ) -> [Summary] {
         var samples = table.samples
         samples.sort { $0.series != $1.series ? $0.series < $1.series : $0.value < $1.value }
         var stats = [Int32: SampleStats]()
@@ -183,6 +210,25 @@ public struct Flush: Sendable {
                 samples: count, sum: sum, min: sketch?.min ?? samples[start].value,
                 max: sketch?.max ?? samples[end - 1].value, mean: sum / scaledCount, stddev: variance.squareRoot(),
                 sumSquares: table.intervalSumSquares[index], percentiles: found, approximate: sketch != nil)
+            if trimmed {
+                stats[series]!.median = Self.median(samples[start..<end], sketch)
+                stats[series]!.trimmed = asked.compactMap { p in
+                    // JavaScript's Math.round: halves up.
+                    let n = Int((Double(count) * p / 100 + 0.5).rounded(.down))
+                    guard n > 0 else { return nil }
+                    if let sketch {
+                        let (sum, squares) = sketch.lowest(UInt64(n))
+                        return .init(
+                            p: p, count: n, sum: sum, sumSquares: squares, upper: sketch.quantile(rank: UInt64(n)))
+                    }
+                    var (sum, squares) = (0.0, 0.0)
+                    for sample in samples[start..<(start + n)] {
+                        sum += sample.value
+                        squares += sample.value * sample.value
+                    }
+                    return .init(p: p, count: n, sum: sum, sumSquares: squares, upper: samples[start + n - 1].value)
+                }
+            }
             if !bucketBounds.isEmpty {
                 let scale = scaledCount / Double(count)
                 let unit = table.kind(index) == .timer ? 1000.0 : 1
@@ -214,6 +260,17 @@ public struct Flush: Sendable {
                     buckets: buckets[Int32(series)] ?? []))
         }
         return summaries
+    }
+
+    /// etsy StatsD's median of sorted samples: the middle one, or the mean of the two middle ones.
+    private static func median(_ sorted: ArraySlice<Sample>, _ sketch: QuantileSketch?) -> Double {
+        if let sketch {
+            let count = sketch.count
+            let upper = sketch.quantile(rank: count / 2 + 1)
+            return count % 2 == 1 ? upper : (sketch.quantile(rank: count / 2) + upper) / 2
+        }
+        let middle = sorted.startIndex + sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle].value : (sorted[middle - 1].value + sorted[middle].value) / 2
     }
 
     /// The name of series `index`: its key without the kind and the tags.

@@ -91,7 +91,7 @@ public final class Ingest {
     /// rules; series the old rules made stay as they are and expire if no line comes for them.
     /// A series shows the percentiles of the rule that mapped its latest line.
     public func setMapper(_ mapper: Mapper?) {
-        self.mapper = mapper.flatMap { $0.rules.isEmpty ? nil : $0 }
+        self.mapper = mapper.flatMap { $0.isIdentity ? nil : $0 }
         mappingCache.clear(counted: false)
         ruleOptions = (mapper?.rules ?? []).map {
             table.optionSet(SeriesOptions(percentiles: $0.percentiles))
@@ -169,7 +169,7 @@ public final class Ingest {
                 }
             }
             if isNew, outcome == .recorded || outcome == .created {
-                table.setOptions(ruleOptions[Int(entry.rule)], series: table.lastSeries)
+                table.setOptions(entry.rule < 0 ? 0 : ruleOptions[Int(entry.rule)], series: table.lastSeries)
             }
             record(outcome, line)
         }

@@ -363,25 +363,74 @@ public struct MappingError: Error, Sendable, Equatable, CustomStringConvertible 
     public init(_ description: String) { self.description = description }
 }
 
-/// An ordered list of mapping rules: the first that matches a line decides what it becomes.
-/// A line that no rule matches is recorded as it came.
+/// What a line's key becomes before it is recorded: an ordered list of mapping rules (the
+/// first that matches decides), then the namespace every series gets (a global prefix, a
+/// prefix per kind, and tags added by the server). A line that no rule matches is recorded as
+/// it came, in the namespace.
 public struct Mapper: Sendable {
     /// The rules, in order.
     public let rules: [MappingRule]
+    /// Put before every series' name, then a `.` (empty: none).
+    public let prefix: String
+    /// Put before the names of series of a kind, after `prefix`, then a `.`.
+    public let kindPrefixes: [MetricKind: String]
+    /// Tags added to every series that has no tag of the same key (`key:value` or `key`).
+    public let tags: [String]
 
-    /// Creates a mapper with `rules`, tried in order.
-    public init(rules: [MappingRule]) { self.rules = rules }
+    /// Creates a mapper with `rules`, tried in order, and a namespace.
+    public init(
+        rules: [MappingRule] = [], prefix: String = "", kindPrefixes: [MetricKind: String] = [:], tags: [String] = []
+    ) {
+        (self.rules, self.prefix, self.kindPrefixes, self.tags) = (rules, prefix, kindPrefixes, tags)
+        // The key of each added tag, and the prefix of each kind, once.
+        tagKeys = tags.map { Array($0.utf8.prefix { $0 != UInt8(ascii: ":") }) }
+        namePrefixes = MetricKind.allCases.map { kind in
+            [prefix, kindPrefixes[kind] ?? ""].filter { !$0.isEmpty }.map { Array($0.utf8) + [UInt8(ascii: ".")] }
+                .reduce([], +)
+        }
+    }
+
+    private let tagKeys: [[UInt8]]
+    /// By kind's raw value: what goes before the name.
+    private let namePrefixes: [[UInt8]]
+
+    /// Whether every line is recorded as it came: no rule, no namespace.
+    public var isIdentity: Bool { rules.isEmpty && prefix.isEmpty && kindPrefixes.isEmpty && tags.isEmpty }
+
+    /// What is wrong with a prefix (for a message naming its setting), or nil: it must not hold
+    /// `:`, `|`, `#`, `,` or a space, nor make loopd's own names.
+    public static func prefixProblem(_ prefix: String) -> String? {
+        if prefix.utf8.contains(where: { ":|#, \t\n".utf8.contains($0) }) {
+            return "must not contain ':', '|', '#', ',' or spaces, got \(prefix.debugDescription)"
+        }
+        let bytes = Array(prefix.utf8)
+        if bytes.withUnsafeBytes({ StatsDParser.isReserved($0, nameEnd: $0.count) }) {
+            return "would make every name one of loopd's own (loopd.*), got \(prefix.debugDescription)"
+        }
+        return nil
+    }
+
+    /// What is wrong with a tag to add (`key:value` or `key`), or nil.
+    public static func tagProblem(_ tag: String) -> String? {
+        guard let first = tag.utf8.first, first != UInt8(ascii: ":"),
+            !tag.utf8.contains(where: { ",|# \t\n".utf8.contains($0) })
+        else {
+            return "must be key:value or key, without ',', '|', '#' or spaces, got \(tag.debugDescription)"
+        }
+        return nil
+    }
 
     /// What a line becomes.
     public enum Result: Equatable, Sendable {
-        /// No rule matched: recorded as it came.
+        /// No rule matched and there is no namespace: recorded as it came.
         case unchanged
         /// Dropped by rule `rule`.
         case drop(rule: Int)
-        /// Recorded under `key` (a canonical key, as the parser builds one) by rule `rule`.
+        /// Recorded under `key` (a canonical key, as the parser builds one), by rule `rule` (-1:
+        /// no rule matched; the namespace made the key).
         case mapped(key: [UInt8], rule: Int)
-        /// Rule `rule` matched, but what it made is not a name a line could have: empty, or one
-        /// of loopd's own.
+        /// What rule `rule` (-1: the namespace) made is not a name a line could have: empty, or
+        /// one of loopd's own.
         case invalid(LineError, rule: Int)
     }
 
@@ -392,37 +441,46 @@ public struct Mapper: Sendable {
         var nameEnd = 1
         while nameEnd < key.count && key[nameEnd] != UInt8(ascii: "|") { nameEnd += 1 }
         let name = UnsafeRawBufferPointer(rebasing: key[1..<nameEnd])
-        for (index, rule) in rules.enumerated() {
-            guard let captures = rule.captures(kind: kind, name: name) else { continue }
-            if rule.action == .drop { return .drop(rule: index) }
-            let (newName, labels) = rule.expand(name: name, captures: captures)
-            let mappedName = newName ?? Array(name)
-            guard !mappedName.isEmpty else { return .invalid(.emptyName, rule: index) }
-            let reserved = mappedName.withUnsafeBytes {
-                StatsDParser.isReserved($0, nameEnd: $0.count)
-            }
-            guard !reserved else { return .invalid(.reservedName, rule: index) }
-            // The line's tags, less those a label replaces, then the labels; sorted bytewise.
-            var tags = [[UInt8]]()
-            if nameEnd < key.count {
-                for tag in key[(nameEnd + 2)...].split(separator: UInt8(ascii: ",")) {
-                    let tagKey = tag.prefix { $0 != UInt8(ascii: ":") }
-                    if !labels.contains(where: { $0.key.elementsEqual(tagKey) }) { tags.append(Array(tag)) }
-                }
-            }
-            for label in labels { tags.append(label.key + [UInt8(ascii: ":")] + label.value) }
-            tags.sort { $0.lexicographicallyPrecedes($1) }
-            var mapped = [kind.rawValue] + mappedName
-            if !tags.isEmpty {
-                mapped += [UInt8(ascii: "|"), UInt8(ascii: "#")]
-                for (position, tag) in tags.enumerated() {
-                    if position > 0 { mapped.append(UInt8(ascii: ",")) }
-                    mapped += tag
-                }
-            }
-            return .mapped(key: mapped, rule: index)
+        var rule = -1
+        var newName: [UInt8]?
+        var labels: [(key: [UInt8], value: [UInt8])] = []
+        for (index, candidate) in rules.enumerated() {
+            guard let captures = candidate.captures(kind: kind, name: name) else { continue }
+            if candidate.action == .drop { return .drop(rule: index) }
+            (newName, labels) = candidate.expand(name: name, captures: captures)
+            rule = index
+            break
         }
-        return .unchanged
+        let namePrefix = namePrefixes[Int(kind.rawValue)]
+        guard rule >= 0 || !namePrefix.isEmpty || !tags.isEmpty else { return .unchanged }
+        let mappedName = namePrefix + (newName ?? Array(name))
+        guard !(newName?.isEmpty ?? false) else { return .invalid(.emptyName, rule: rule) }
+        let reserved = mappedName.withUnsafeBytes { StatsDParser.isReserved($0, nameEnd: $0.count) }
+        guard !reserved else { return .invalid(.reservedName, rule: rule) }
+        // The line's tags, less those a label replaces, then the labels, then the added tags whose
+        // key none of those has; sorted bytewise.
+        var tags = [[UInt8]]()
+        if nameEnd < key.count {
+            for tag in key[(nameEnd + 2)...].split(separator: UInt8(ascii: ",")) {
+                let tagKey = tag.prefix { $0 != UInt8(ascii: ":") }
+                if !labels.contains(where: { $0.key.elementsEqual(tagKey) }) { tags.append(Array(tag)) }
+            }
+        }
+        for label in labels { tags.append(label.key + [UInt8(ascii: ":")] + label.value) }
+        for (added, addedKey) in zip(self.tags, tagKeys)
+        where !tags.contains(where: { $0.prefix { $0 != UInt8(ascii: ":") }.elementsEqual(addedKey) }) {
+            tags.append(Array(added.utf8))
+        }
+        tags.sort { $0.lexicographicallyPrecedes($1) }
+        var mapped = [kind.rawValue] + mappedName
+        if !tags.isEmpty {
+            mapped += [UInt8(ascii: "|"), UInt8(ascii: "#")]
+            for (position, tag) in tags.enumerated() {
+                if position > 0 { mapped.append(UInt8(ascii: ",")) }
+                mapped += tag
+            }
+        }
+        return .mapped(key: mapped, rule: rule)
     }
 }
 

@@ -160,13 +160,35 @@ public enum JSONLinesFormat {
 /// `.mean`, `.stddev` and a line per percentile (`.p50`, `.p99_9`) when their interval had
 /// samples. loopd's own metrics are sent as `loopd.*`.
 public enum GraphiteFormat {
+    /// How series are laid out in Graphite's tree.
+    public enum Layout: String, Sendable, CaseIterable {
+        /// loopd's: a counter's, gauge's or set's value at its name; a timer's statistics under
+        /// it (`name.count`, `name.p99`).
+        case loopd
+        /// etsy StatsD's default (its legacy namespace), so that dashboards made for it keep
+        /// working: `stats.<name>` (a counter's rate per second) and `stats_counts.<name>` (its
+        /// count), `stats.gauges.<name>`, `stats.sets.<name>.count`, and
+        /// `stats.timers.<name>.<stat>` for timers, histograms and distributions, with etsy's
+        /// statistics: per percentile p, `count_p`, `mean_p`, `upper_p`, `sum_p`, `sum_squares_p`
+        /// (of the lowest p% of the samples), then `std`, `upper`, `lower`, `count`, `count_ps`,
+        /// `sum`, `sum_squares`, `mean` and `median`. A timer without samples in the interval
+        /// sends `count` and `count_ps` 0, as etsy's does. loopd's own metrics are laid out as
+        /// counters and gauges (`stats_counts.loopd.lines_received`). The summaries must come
+        /// from `Flush.summaries(trimmed: true)`.
+        case etsy
+    }
+
     /// The flush as plaintext lines.
-    public static func format(_ flush: Flush, _ summaries: [Summary]) -> [UInt8] {
+    public static func format(_ flush: Flush, _ summaries: [Summary], layout: Layout = .loopd) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(summaries.count * 48)
         var timestamp = [UInt8]()
         timestamp.append(number: flush.timestamp.rounded(.down))
-        func line(_ name: ArraySlice<UInt8>, _ suffix: String, _ tags: [ArraySlice<UInt8>], _ value: Double) {
+        func line(
+            _ name: ArraySlice<UInt8>, _ suffix: String, _ tags: [ArraySlice<UInt8>], _ value: Double,
+            prefix: String = ""
+        ) {
+            out.append(string: prefix)
             out.append(contentsOf: path(name))
             out.append(string: suffix)
             var keys: [[UInt8]] = []
@@ -189,6 +211,10 @@ public enum GraphiteFormat {
             out.append(contentsOf: timestamp)
             out.append(UInt8(ascii: "\n"))
         }
+        if layout == .etsy {
+            etsy(flush, summaries, line)
+            return out
+        }
         for summary in summaries {
             let name = flush.name(summary.series)
             let tags = flush.tags(summary.series)
@@ -209,6 +235,59 @@ public enum GraphiteFormat {
         }
         for metric in flush.internalMetrics { line(ArraySlice(metric.name.utf8), "", [], metric.value) }
         return out
+    }
+
+    /// The etsy layout's lines (see `Layout.etsy`).
+    private static func etsy(
+        _ flush: Flush, _ summaries: [Summary],
+        _ line: (ArraySlice<UInt8>, String, [ArraySlice<UInt8>], Double, String) -> Void
+    ) {
+        let seconds = flush.intervalSeconds
+        func counter(_ name: ArraySlice<UInt8>, _ tags: [ArraySlice<UInt8>], _ value: Double) {
+            if (value / seconds).isFinite { line(name, "", tags, value / seconds, "stats.") }
+            line(name, "", tags, value, "stats_counts.")
+        }
+        for summary in summaries {
+            let name = flush.name(summary.series)
+            let tags = flush.tags(summary.series)
+            switch summary.kind {
+            case .counter: counter(name, tags, summary.value)
+            case .gauge: line(name, "", tags, summary.value, "stats.gauges.")
+            case .set: if summary.hasData { line(name, ".count", tags, summary.value, "stats.sets.") }
+            case .timer, .histogram, .distribution:
+                guard let stats = summary.stats else {
+                    line(name, ".count", tags, 0, "stats.timers.")
+                    line(name, ".count_ps", tags, 0, "stats.timers.")
+                    continue
+                }
+                var values: [(String, Double)] = []
+                for trimmed in stats.trimmed {
+                    let suffix = SampleStats.Percentile(p: trimmed.p, value: 0).name.dropFirst()
+                    values += [
+                        ("count_\(suffix)", Double(trimmed.count)),
+                        ("mean_\(suffix)", trimmed.sum / Double(trimmed.count)),
+                        ("upper_\(suffix)", trimmed.upper), ("sum_\(suffix)", trimmed.sum),
+                        ("sum_squares_\(suffix)", trimmed.sumSquares),
+                    ]
+                }
+                values += [
+                    ("std", stats.stddev), ("upper", stats.max), ("lower", stats.min), ("count", summary.value),
+                    ("count_ps", summary.value / seconds), ("sum", stats.sum), ("sum_squares", stats.sumSquares),
+                    ("mean", stats.mean), ("median", stats.median ?? .nan),
+                ]
+                for (stat, value) in values where value.isFinite {
+                    line(name, "." + stat, tags, value, "stats.timers.")
+                }
+            }
+        }
+        for metric in flush.internalMetrics {
+            let name = ArraySlice(metric.name.utf8)
+            if metric.kind == .counter {
+                counter(name, [], metric.value)
+            } else {
+                line(name, "", [], metric.value, "stats.gauges.")
+            }
+        }
     }
 
     /// A StatsD name as a Graphite path, which carbon stores as a whisper file whose

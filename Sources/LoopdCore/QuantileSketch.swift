@@ -157,6 +157,34 @@ public struct QuantileSketch: Sendable, Equatable {
         return result
     }
 
+    /// The sum and the sum of squares of the `n` smallest values added, each value taken as its
+    /// bin's representative (within ``relativeAccuracy`` of it, so each term is within that
+    /// relative error too, and so is the sum of values of one sign); etsy StatsD's `sum_90` of a
+    /// series past its exact samples. `n` is clamped to `count`.
+    public func lowest(_ n: UInt64) -> (sum: Double, sumSquares: Double) {
+        var remaining = Swift.min(n, total)
+        var sum = 0.0
+        var squares = 0.0
+        func take(_ count: UInt64, _ value: Double) {
+            let taken = Swift.min(count, remaining)
+            sum += Double(taken) * value
+            squares += Double(taken) * value * value
+            remaining -= taken
+        }
+        if negative.maxIndex >= negative.minIndex {
+            for index in stride(from: negative.maxIndex, through: negative.minIndex, by: -1) where remaining > 0 {
+                take(negative.counts[index - negative.offset], -Self.representative(index))
+            }
+        }
+        take(zeroCount, 0)
+        if positive.maxIndex >= positive.minIndex {
+            for index in positive.minIndex...positive.maxIndex where remaining > 0 {
+                take(positive.counts[index - positive.offset], Self.representative(index))
+            }
+        }
+        return (sum, squares)
+    }
+
     /// Bytes of memory used by this sketch: the inline size (112 bytes on 64-bit) plus the heap capacity of the two
     /// bin arrays (8 bytes per bin plus an estimated 32-byte header each). At most about 33 KB (two full arrays of
     /// ``maxBins`` bins, whose capacity malloc may round up by an element or two).

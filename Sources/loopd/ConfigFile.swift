@@ -36,7 +36,8 @@ struct ConfigFile {
     static let keys: Set<String> = [
         "host", "port", "udp-buffer", "max-line", "flush-interval", "output", "graphite", "prometheus",
         "prometheus-timers", "prometheus-buckets", "unix-socket", "unix-socket-mode", "max-series", "expire-after",
-        "tcp-idle-timeout", "graphite-max-queued", "log-level", "percentiles",
+        "tcp-idle-timeout", "graphite-max-queued", "log-level", "percentiles", "prefix", "prefix-counter",
+        "prefix-gauge", "prefix-timer", "prefix-histogram", "prefix-set", "tags", "graphite-layout",
     ]
 
     /// A problem with the file, naming it, the line and the key.
@@ -123,6 +124,29 @@ struct ConfigFile {
     func numbers(_ key: String) throws(Problem) -> [Double]? {
         guard let entry = entries[key] else { return nil }
         return try Self.numbers(entry.node, what: origin(key))
+    }
+
+    /// A list of strings for `key`: a YAML list, or a map (`host: web1` becomes `host:web1`).
+    func tagList(_ key: String) throws(Problem) -> [String]? {
+        guard let entry = entries[key] else { return nil }
+        var tags = [String]()
+        switch entry.node {
+        case let .sequence(items):
+            for item in items {
+                guard let text = item.string else { throw Problem(description: "\(origin(key)): expected tags") }
+                tags.append(text)
+            }
+        case let .mapping(pairs):
+            for (name, value) in pairs {
+                guard let name = name.string, let value = value.string else {
+                    throw Problem(description: "\(origin(key)): expected tags as name: value")
+                }
+                tags.append(value.isEmpty ? name : "\(name):\(value)")
+            }
+        default:
+            throw Problem(description: "\(origin(key)): expected a list of tags (- host:web1) or a map (host: web1)")
+        }
+        return tags
     }
 
     static func numbers(_ node: Node, what: String) throws(Problem) -> [Double] {

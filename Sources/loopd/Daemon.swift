@@ -42,8 +42,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var unixSocket: String?
         var unixSocketMode: UInt32 = 0o660
         var percentiles: [Double] = Settings.defaultPercentiles
-        /// The config file's mapping rules; nil without a config file.
+        /// The mapping rules and the namespace; nil: lines are recorded as they come.
         var mapper: Mapper?
+        var graphiteLayout = GraphiteFormat.Layout.loopd
     }
 
     /// The most TCP clients connected at once; one beyond it is disconnected at once and
@@ -329,6 +330,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         compare("tcp-idle-timeout", old.tcpIdleTimeout, new.tcpIdleTimeout)
         compare("graphite-max-queued", old.graphiteMaxQueued, new.graphiteMaxQueued)
         compare("log-level", logger.logLevel, settings.logLevel)
+        compare("graphite-layout", old.graphiteLayout, new.graphiteLayout)
         ingest.setMapper(new.mapper)
         reloadable = Reloadable(
             percentiles: new.percentiles, expireAfter: new.expireAfter, mappingRules: new.mapper?.rules.count ?? 0)
@@ -438,11 +440,13 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         flushQueue.async { [self] in
             let summaries = flush.summaries(
                 bucketBounds: prometheus == nil ? [] : prometheusExposition.options.bucketBounds,
-                percentiles: percentiles)
+                percentiles: percentiles, trimmed: graphite != nil && configuration.graphiteLayout == .etsy)
             output.submit(JSONLinesFormat.format(flush, summaries)) { [loop] in
                 if let completion { _ = loop.execute(completion) }
             }
-            if let graphite { graphite.send(GraphiteFormat.format(flush, summaries)) }
+            if let graphite {
+                graphite.send(GraphiteFormat.format(flush, summaries, layout: configuration.graphiteLayout))
+            }
             if let prometheus {
                 let exposition = prometheusExposition.render(flush, summaries)
                 prometheus.update(exposition.bytes)

@@ -91,6 +91,43 @@ struct Loopd: ParsableCommand {
     var percentiles: String?
 
     @Option(
+        help:
+            "A prefix for every series' name (a . is added): myapp makes api.requests myapp.api.requests. Default: none."
+    )
+    var prefix: String?
+
+    @Option(name: .customLong("prefix-counter"), help: "A prefix for counters' names, after --prefix. Default: none.")
+    var prefixCounter: String?
+
+    @Option(name: .customLong("prefix-gauge"), help: "A prefix for gauges' names, after --prefix. Default: none.")
+    var prefixGauge: String?
+
+    @Option(name: .customLong("prefix-timer"), help: "A prefix for timers' names (ms), after --prefix. Default: none.")
+    var prefixTimer: String?
+
+    @Option(
+        name: .customLong("prefix-histogram"),
+        help: "A prefix for histograms' and distributions' names (h, d), after --prefix. Default: none.")
+    var prefixHistogram: String?
+
+    @Option(name: .customLong("prefix-set"), help: "A prefix for sets' names, after --prefix. Default: none.")
+    var prefixSet: String?
+
+    @Option(
+        name: .customLong("tag"),
+        help:
+            "A tag every series gets, as key:value or key, unless the line has a tag of that key; repeat it for several (host:web1, env:prod)."
+    )
+    var tag: [String] = []
+
+    @Option(
+        name: .customLong("graphite-layout"),
+        help:
+            "How series are laid out for Graphite: loopd, or etsy (stats., stats_counts., stats.timers.<name>.upper...). Default: loopd."
+    )
+    var graphiteLayout: String?
+
+    @Option(
         name: .customLong("unix-socket"),
         help:
             "A Unix datagram socket to receive on too, as DogStatsD clients' socket_path (a stale socket file is replaced; the file is removed at exit)."
@@ -136,7 +173,10 @@ struct Loopd: ParsableCommand {
             output: output, graphite: graphite, prometheus: prometheus, prometheusTimers: prometheusTimers,
             prometheusBuckets: prometheusBuckets, percentiles: percentiles, unixSocket: unixSocket,
             unixSocketMode: unixSocketMode, maxSeries: maxSeries, expireAfter: expireAfter,
-            tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued, logLevel: logLevel)
+            tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued, logLevel: logLevel, prefix: prefix,
+            prefixCounter: prefixCounter, prefixGauge: prefixGauge, prefixTimer: prefixTimer,
+            prefixHistogram: prefixHistogram, prefixSet: prefixSet, tags: tag.isEmpty ? nil : tag,
+            graphiteLayout: graphiteLayout)
     }
 
     func validate() throws {

@@ -27,6 +27,14 @@ struct Settings {
         var tcpIdleTimeout: Double?
         var graphiteMaxQueued: Int?
         var logLevel: String?
+        var prefix: String?
+        var prefixCounter: String?
+        var prefixGauge: String?
+        var prefixTimer: String?
+        var prefixHistogram: String?
+        var prefixSet: String?
+        var tags: [String]?
+        var graphiteLayout: String?
     }
 
     /// A setting that cannot be used, naming where it came from and the value.
@@ -114,6 +122,42 @@ struct Settings {
         let graphiteMaxQueued = flags.graphiteMaxQueued ?? graphiteMaxQueuedFile ?? 16 << 20
         let logLevelFile = try file?.string("log-level")
         let logLevel = flags.logLevel ?? logLevelFile ?? "info"
+
+        let graphiteLayoutFile = try file?.string("graphite-layout")
+        let graphiteLayout = flags.graphiteLayout ?? graphiteLayoutFile ?? "loopd"
+        let tagsFile = try file?.tagList("tags")
+        let tags = flags.tags ?? tagsFile ?? []
+        // The namespace: each prefix from its flag, else the file.
+        var prefixes: [(key: String, flag: String?, kinds: [MetricKind], value: String?)] = [
+            ("prefix", flags.prefix, [], nil), ("prefix-counter", flags.prefixCounter, [.counter], nil),
+            ("prefix-gauge", flags.prefixGauge, [.gauge], nil), ("prefix-timer", flags.prefixTimer, [.timer], nil),
+            ("prefix-histogram", flags.prefixHistogram, [.histogram, .distribution], nil),
+            ("prefix-set", flags.prefixSet, [.set], nil),
+        ]
+        for index in prefixes.indices {
+            let fromFile = try file?.string(prefixes[index].key)
+            prefixes[index].value = prefixes[index].flag ?? fromFile
+            if let value = prefixes[index].value, let problem = Mapper.prefixProblem(value) {
+                throw Problem(description: "\(origin(prefixes[index].key, flag: prefixes[index].flag)) \(problem)")
+            }
+        }
+        for tag in tags {
+            if let problem = Mapper.tagProblem(tag) {
+                throw Problem(description: "\(flags.tags != nil ? "--tag" : file!.origin("tags")): each tag \(problem)")
+            }
+        }
+        guard let layout = GraphiteFormat.Layout(rawValue: graphiteLayout) else {
+            throw Problem(
+                description:
+                    "\(origin("graphite-layout", flag: flags.graphiteLayout)) must be loopd or etsy, got \(graphiteLayout)"
+            )
+        }
+        var kindPrefixes: [MetricKind: String] = [:]
+        for entry in prefixes.dropFirst() {
+            for kind in entry.kinds { if let value = entry.value, !value.isEmpty { kindPrefixes[kind] = value } }
+        }
+        let mapper = Mapper(
+            rules: file?.mappings ?? [], prefix: prefixes[0].value ?? "", kindPrefixes: kindPrefixes, tags: tags)
 
         try check(
             (0...65535).contains(port), "\(origin("port", flag: flags.port)) must be in 0...65535, got \(port)")
@@ -215,7 +259,7 @@ struct Settings {
                 tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued,
                 prometheusTimers: timers, prometheusBuckets: buckets, unixSocket: unixSocket,
                 unixSocketMode: mode, percentiles: percentiles,
-                mapper: file.map { Mapper(rules: $0.mappings) })
+                mapper: mapper.isIdentity ? nil : mapper, graphiteLayout: layout)
         } catch {
             throw Problem(description: "\(error)")
         }

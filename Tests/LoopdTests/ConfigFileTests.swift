@@ -44,6 +44,16 @@ struct ConfigFileTests {
             tcp-idle-timeout: 30
             graphite-max-queued: 2048
             log-level: debug
+            prefix: app
+            prefix-counter: c
+            prefix-gauge: g
+            prefix-timer: t
+            prefix-histogram: h
+            prefix-set: s
+            tags:
+              host: web1
+              canary: ""
+            graphite-layout: etsy
             mappings:
               - match: a.*
                 name: b
@@ -61,15 +71,24 @@ struct ConfigFileTests {
         #expect(configuration.tcpIdleTimeout == 30 && configuration.graphiteMaxQueued == 2048)
         #expect(settings.logLevel == .debug)
         #expect(configuration.mapper?.rules.map(\.match) == ["a.*"])
+        #expect(configuration.mapper?.prefix == "app")
+        #expect(
+            configuration.mapper?.kindPrefixes
+                == [.counter: "c", .gauge: "g", .timer: "t", .histogram: "h", .distribution: "h", .set: "s"])
+        #expect(configuration.mapper?.tags == ["host:web1", "canary"])
+        #expect(configuration.graphiteLayout == .etsy)
         // Every key the file may have was set above.
-        #expect(ConfigFile.keys.count == 18)
+        #expect(ConfigFile.keys.count == 26)
     }
 
     @Test func flagsOverrideTheFileAndTheFileTheDefaults() throws {
         var flags = Settings.Flags()
         flags.port = 7000
         flags.percentiles = "75"
-        let settings = try Self.settings("port: 9125\nflush-interval: 3\npercentiles: [1, 2]\n", flags: flags)
+        flags.tags = ["env:dev"]
+        let settings = try Self.settings(
+            "port: 9125\nflush-interval: 3\npercentiles: [1, 2]\ntags: [env:prod, host:a]\n", flags: flags)
+        #expect(settings.configuration.mapper?.tags == ["env:dev"], "--tag replaces the file's tags")
         #expect(settings.configuration.listen.port == 7000)
         #expect(settings.configuration.percentiles == [75])
         #expect(settings.configuration.flushInterval == 3)
@@ -77,7 +96,7 @@ struct ConfigFileTests {
         let empty = try Self.settings("")
         #expect(empty.configuration.listen.description == "127.0.0.1:8125")
         #expect(empty.configuration.percentiles == [50, 90, 95, 99])
-        #expect(empty.configuration.mapper?.rules.isEmpty == true)
+        #expect(empty.configuration.mapper == nil, "no rules and no namespace: lines are recorded as they come")
     }
 
     @Test(arguments: [
@@ -96,6 +115,11 @@ struct ConfigFileTests {
         ("host: example.com\n", "loopd.yaml:1: host example.com: not a numeric"),
         ("unix-socket-mode: 999\n", "loopd.yaml:1: unix-socket-mode must be octal permissions"),
         ("mappings: {}\n", "loopd.yaml:1: mappings: expected a list of rules"),
+        ("prefix: loopd\n", "loopd.yaml:1: prefix would make every name one of loopd's own"),
+        ("prefix-timer: a:b\n", "loopd.yaml:1: prefix-timer must not contain ':'"),
+        ("tags: [host:web1, 'a,b']\n", "loopd.yaml:1: tags: each tag must be key:value or key"),
+        ("tags: host\n", "loopd.yaml:1: tags: expected a list of tags"),
+        ("graphite-layout: carbon\n", "loopd.yaml:1: graphite-layout must be loopd or etsy, got carbon"),
         ("mappings:\n  - name: x\n", "loopd.yaml:2: mapping rule: match is required"),
         ("mappings:\n  - match: a\n    nmae: x\n", "loopd.yaml:3: unknown mapping rule key \"nmae\""),
         (

@@ -228,4 +228,38 @@ struct MappingTests {
         feed(ingest, "t.a:2|ms\n")
         #expect(flush(ingest).stats["t"]?.stats.percentiles.map(\.p) == [20, 80])
     }
+
+    // MARK: The namespace
+
+    @Test func thePrefixesAndTagsOfTheNamespaceApplyToEveryLine() {
+        let mapper = Mapper(
+            rules: [Self.rule("api.*", name: "api", labels: [("route", "$1"), ("env", "rule")])], prefix: "app",
+            kindPrefixes: [.counter: "counters", .timer: "timers"], tags: ["env:prod", "host:web1", "canary"])
+        #expect(mapper.isIdentity == false && Mapper().isIdentity)
+        #expect(Self.map(mapper, "x:1|c") == "app.counters.x|#canary,env:prod,host:web1")
+        #expect(Self.map(mapper, "x:1|g") == "app.x|#canary,env:prod,host:web1")
+        #expect(Self.map(mapper, "x:1|ms|#host:db2") == "app.timers.x|#canary,env:prod,host:db2", "the line's tag wins")
+        #expect(Self.map(mapper, "api.users:1|c") == "app.counters.api|#canary,env:rule,host:web1,route:users")
+        let reserved = Mapper(kindPrefixes: [.gauge: "loopd"])
+        #expect(Self.map(reserved, "x:1|g") == "invalid: \(LineError.reservedName)")
+    }
+
+    @Test func aNamespaceLineCarriesTheGlobalPercentiles() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 10, mapper: Mapper(prefix: "p"))
+        feed(ingest, "t:1|ms\n")
+        #expect(flush(ingest).stats["p.t"]?.stats.percentiles.map(\.p) == [50, 90, 95, 99])
+    }
+
+    @Test(arguments: [
+        ("a:b", true), ("a|b", true), ("a,b", true), ("a b", true), ("a#", true), ("loopd", true),
+        ("LOOPD", true), ("loopdx", false), ("app.v2", false), ("", false),
+    ])
+    func aPrefixThatWouldBreakALineOrTakeLoopdsNamesIsRefused(prefix: String, refused: Bool) {
+        #expect((Mapper.prefixProblem(prefix) != nil) == refused)
+    }
+
+    @Test func aTagToAddIsKeyValueOrKey() {
+        #expect(Mapper.tagProblem("host:web1") == nil && Mapper.tagProblem("canary") == nil)
+        for bad in ["", ":x", "a,b", "a|b", "a b", "#a"] { #expect(Mapper.tagProblem(bad) != nil, "\(bad)") }
+    }
 }

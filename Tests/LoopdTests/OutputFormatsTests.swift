@@ -194,4 +194,83 @@ struct OutputFormatsTests {
         #expect(prometheus.contains("loopd_bad_lines_total 12\n"))
         #expect(prometheus.contains("h_sum 1e+308\n"))
     }
+
+    @Test func etsysTrimmedStatisticsAndMedianAreItsOwn() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 10)
+        feed(ingest, "t:10:1:9:2:8:3:7:4:6:5|ms\nodd:3:1:2|ms\n")
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 0, intervalSeconds: 2, internalMetrics: [])
+        let summaries = flush.summaries(percentiles: [90, 4, 55], trimmed: true)
+        let t = try #require(summaries.first { flush.name($0.series).elementsEqual("t".utf8) }?.stats)
+        #expect(t.median == 5.5, "even: the mean of the two middle samples")
+        // round(90% of 10) = 9 samples; round(4% of 10) = 0: left out; round(55% of 10) = 5.5 → 6.
+        #expect(
+            t.trimmed == [
+                .init(p: 90, count: 9, sum: 45, sumSquares: 285, upper: 9),
+                .init(p: 55, count: 6, sum: 21, sumSquares: 91, upper: 6),
+            ])
+        let odd = try #require(summaries.first { flush.name($0.series).elementsEqual("odd".utf8) }?.stats)
+        #expect(odd.median == 2)
+        #expect(flush.summaries().allSatisfy { $0.stats?.trimmed.isEmpty ?? true }, "only when asked")
+    }
+
+    @Test func etsysTrimmedStatisticsFromTheSketchAreWithinItsAccuracy() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 10)
+        var lines = ""
+        for value in 1...10_000 { lines += "t:\(value)|ms\n" }
+        feed(ingest, lines)
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 0, intervalSeconds: 2, internalMetrics: [])
+        let stats = try #require(flush.summaries(percentiles: [90], trimmed: true).first?.stats)
+        #expect(stats.approximate)
+        let trimmed = try #require(stats.trimmed.first)
+        #expect(trimmed.count == 9000)
+        let exactSum = Double(9000 * 9001 / 2)
+        #expect(abs(trimmed.sum - exactSum) <= 0.01 * exactSum)
+        #expect(abs(trimmed.upper - 9000) <= 90)
+        #expect(abs(try #require(stats.median) - 5000.5) <= 50.1)
+    }
+
+    @Test func theEtsyLayoutPutsEachSeriesWhereEtsysDashboardsLook() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 10)
+        feed(ingest, "hits:10|c|#env:prod\nlevel:7|g\nlat:1:2:3:4|ms\nusers:a:b|s\nidle:1|ms\n")
+        _ = ingest.endInterval(expireAfter: 0)
+        feed(ingest, "hits:10|c|#env:prod\nlevel:7|g\nlat:1:2:3:4|ms\nusers:a:b|s\n")
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_000, intervalSeconds: 2,
+            internalMetrics: [
+                InternalMetric(name: "loopd.lines_received", kind: .counter, value: 4, total: 9),
+                InternalMetric(name: "loopd.series", kind: .gauge, value: 5),
+            ])
+        let text = String(
+            decoding: GraphiteFormat.format(flush, flush.summaries(percentiles: [50], trimmed: true), layout: .etsy),
+            as: UTF8.self)
+        #expect(
+            text == """
+                stats.hits;env=prod 5 1700000000
+                stats_counts.hits;env=prod 10 1700000000
+                stats.gauges.level 7 1700000000
+                stats.timers.lat.count_50 2 1700000000
+                stats.timers.lat.mean_50 1.5 1700000000
+                stats.timers.lat.upper_50 2 1700000000
+                stats.timers.lat.sum_50 3 1700000000
+                stats.timers.lat.sum_squares_50 5 1700000000
+                stats.timers.lat.std 1.118033988749895 1700000000
+                stats.timers.lat.upper 4 1700000000
+                stats.timers.lat.lower 1 1700000000
+                stats.timers.lat.count 4 1700000000
+                stats.timers.lat.count_ps 2 1700000000
+                stats.timers.lat.sum 10 1700000000
+                stats.timers.lat.sum_squares 30 1700000000
+                stats.timers.lat.mean 2.5 1700000000
+                stats.timers.lat.median 2.5 1700000000
+                stats.sets.users.count 2 1700000000
+                stats.timers.idle.count 0 1700000000
+                stats.timers.idle.count_ps 0 1700000000
+                stats.loopd.lines_received 2 1700000000
+                stats_counts.loopd.lines_received 4 1700000000
+                stats.gauges.loopd.series 5 1700000000
+
+                """)
+    }
 }

@@ -307,13 +307,50 @@ scrape_configs:
         if status != 0 or elapsed > 1:
             failures.append(f"loopd exit on SIGTERM: status {status} after {elapsed:.2f} s (expected 0 within 1 s)")
 
+        # etsy's Graphite layout, with a config file (a mapping rule, a global prefix and tag),
+        # as a user replacing etsy StatsD runs it: the PyPI statsd client sends, carbon's whisper
+        # files must hold the paths etsy's dashboards read.
+        config = os.path.join(work, "loopd.yaml")
+        with open(config, "w") as f:
+            f.write("graphite-layout: etsy\nprefix: app\nmappings:\n"
+                    "  - match: legacy.*.hits\n    name: hits.$1\n")
+        etsy_port = free_port(socket.SOCK_DGRAM)
+        etsy = start([loopd_binary, "--config", config, "--port", str(etsy_port), "--flush-interval", "2",
+                      "--output", os.path.join(work, "etsy.jsonl"), "--graphite", f"127.0.0.1:{carbon_port}"],
+                     "loopd-etsy")
+        wait_for("loopd (etsy layout) to listen", lambda: port_open(etsy_port))
+        client = statsd.StatsClient("127.0.0.1", etsy_port)
+        for _ in range(10):
+            client.incr("legacy.web.hits")
+        client.gauge("etsy.level", 7)
+        # One line, so that one flush holds every sample: 1..10 ms.
+        raw.sendto(b"etsy.lat:1:2:3:4:5:6:7:8:9:10|ms", ("127.0.0.1", etsy_port))
+        for path, want in [("stats_counts.app.hits.web", 10), ("stats.gauges.app.etsy.level", None),
+                           ("stats.timers.app.etsy.lat.count", 10), ("stats.timers.app.etsy.lat.upper_90", 9),
+                           ("stats.timers.app.etsy.lat.mean_90", 5), ("stats.timers.app.etsy.lat.upper", 10),
+                           ("stats.timers.app.etsy.lat.lower", 1), ("stats.timers.app.etsy.lat.median", 5.5),
+                           ("stats.timers.app.etsy.lat.sum", 55), ("stats_counts.loopd.lines_received", None)]:
+            got = wait_for(f"carbon to store {path}",
+                           lambda: (lambda s: s if s is not None and (want is None or s >= want) else None)(whisper_sum(path)),
+                           seconds=30)
+            if want is not None and got != want:
+                failures.append(f"carbon, etsy layout: {path} sums to {got}, expected {want}")
+        rate = wait_for("carbon to store stats.app.hits.web",
+                        lambda: (lambda s: s if s is not None and s >= 4.9 else None)(whisper_sum("stats.app.hits.web")),
+                        seconds=30)
+        if not 4.9 <= rate <= 5.1:
+            failures.append(f"carbon, etsy layout: the counter's rates sum to {rate}, expected 10 over 2 s flushes: 5")
+        etsy.send_signal(signal.SIGTERM)
+        etsy.wait(timeout=10)
+
         if failures:
             print("\n".join(failures))
-            for name in ["loopd", "carbon", "prometheus"]:
+            for name in ["loopd", "carbon", "prometheus", "loopd-etsy"]:
                 print(f"--- {name}.log (tail)")
                 print("".join(open(os.path.join(work, name + ".log")).readlines()[-20:]))
             return 1
-        print(f"peers: statsd, datadog (UDP and Unix socket), carbon-cache and prometheus agree with loopd ({sent_lines} lines)")
+        print(f"peers: statsd, datadog (UDP and Unix socket), carbon-cache and prometheus agree with loopd ({sent_lines} lines);"
+              " carbon holds etsy's layout")
         return 0
     finally:
         for process in processes:
