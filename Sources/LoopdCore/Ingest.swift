@@ -56,6 +56,24 @@ public final class Ingest {
 
         /// Zero counts.
         public init() {}
+
+        /// The counts of two ingest stages together (several readers).
+        public static func + (lhs: Counts, rhs: Counts) -> Counts {
+            var sum = lhs
+            sum.packets &+= rhs.packets
+            sum.lines &+= rhs.lines
+            sum.badLines &+= rhs.badLines
+            sum.droppedSeries &+= rhs.droppedSeries
+            sum.renamedLabels &+= rhs.renamedLabels
+            sum.negativeCounterValues &+= rhs.negativeCounterValues
+            sum.events &+= rhs.events
+            sum.serviceChecks &+= rhs.serviceChecks
+            sum.droppedEvents &+= rhs.droppedEvents
+            sum.timestampedLines &+= rhs.timestampedLines
+            sum.mappingDropped &+= rhs.mappingDropped
+            sum.mappingCacheClears &+= rhs.mappingCacheClears
+            return sum
+        }
     }
 
     /// The most events, and the most service checks, kept per interval (each at most a line's
@@ -69,6 +87,8 @@ public final class Ingest {
 
     /// The mapping rules lines go through before they are recorded; nil: none.
     public private(set) var mapper: Mapper?
+    /// Whether `mapper` is set.
+    @exclusivity(unchecked) private var isMapping = false
     /// What the rules made of each distinct key seen lately: the rules run once per key.
     private var mappingCache: MappingCache
     /// For each rule of `mapper`, the table's option set of the series it maps.
@@ -92,6 +112,7 @@ public final class Ingest {
     /// A series shows the percentiles of the rule that mapped its latest line.
     public func setMapper(_ mapper: Mapper?) {
         self.mapper = mapper.flatMap { $0.isIdentity ? nil : $0 }
+        isMapping = self.mapper != nil
         mappingCache.clear(counted: false)
         ruleOptions = (mapper?.rules ?? []).map {
             table.optionSet(SeriesOptions(percentiles: $0.percentiles))
@@ -135,17 +156,18 @@ public final class Ingest {
             return
         }
         if parser.hasTimestamp { counts.timestampedLines &+= 1 }
-        if let mapper {
-            return ingestMapped(line, mapper)
-        }
+        // A flag, not `mapper` itself: reading the optional struct out of the class would retain
+        // each of its arrays, on every line.
+        if isMapping { return ingestMapped(line) }
         record(parser.withParsedLine({ table.record($0) }), line)
     }
 
-    /// Records the parsed line under what the mapping rules make of it.
-    private func ingestMapped(_ line: UnsafeRawBufferPointer, _ mapper: Mapper) {
+    /// Records the parsed line under what the mapping rules make of it. The rules run only for
+    /// a key the cache does not hold.
+    private func ingestMapped(_ line: UnsafeRawBufferPointer) {
         let (index, isNew) = parser.withParsedLine { parsed in
             if let index = mappingCache.find(parsed.key, hash: parsed.keyHash) { return (index, false) }
-            return (mappingCache.add(parsed.key, hash: parsed.keyHash, mapper), true)
+            return (mappingCache.add(parsed.key, hash: parsed.keyHash, mapper!), true)
         }
         if isNew { counts.mappingCacheClears = mappingCache.clears }
         let entry = mappingCache.entries[index]
@@ -175,6 +197,7 @@ public final class Ingest {
         }
     }
 
+    @inline(__always)
     private func record(_ outcome: SeriesTable.Outcome, _ line: UnsafeRawBufferPointer) {
         switch outcome {
         case .recorded: break

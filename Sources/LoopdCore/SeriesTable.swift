@@ -178,9 +178,10 @@ public struct SeriesTable: Sendable {
                 return .created
             }
             if hashes[series] == hash32 && keyEquals(series, key) {
-                let now = Aggregates(
+                var now = Aggregates(
                     current: current[series], total: total[series], totalSum: totalSum[series],
-                    intervalSum: intervalSum[series], sumSquares: intervalSumSquares[series], m2: intervalM2[series])
+                    intervalSum: intervalSum[series])
+                if line.kind.isSampled { (now.sumSquares, now.m2) = (intervalSumSquares[series], intervalM2[series]) }
                 guard let next = Self.aggregates(line, from: now) else { return .nonFinite }
                 apply(line, next, to: series)
                 lastSeries = series
@@ -200,9 +201,17 @@ public struct SeriesTable: Sendable {
     private mutating func insert(_ key: UnsafeRawBufferPointer, _ hash32: UInt32, at slot: Int) -> Int {
         let series = count
         keyBytes.append(contentsOf: key)
+        appendColumns(hash32, lastSeen: interval)
+        slots[slot] = Int32(series)
+        if count * 2 > slots.count { rebuildIndex(capacity: slots.count * 2) }
+        return series
+    }
+
+    /// A new series' columns, its key's bytes being the last in `keyBytes`.
+    private mutating func appendColumns(_ hash32: UInt32, lastSeen seen: UInt32) {
         keyEnds.append(KeyOffset(keyBytes.count))
         hashes.append(hash32)
-        lastSeen.append(interval)
+        lastSeen.append(seen)
         current.append(0)
         total.append(0)
         totalSum.append(0)
@@ -211,9 +220,6 @@ public struct SeriesTable: Sendable {
         intervalM2.append(0)
         intervalSamples.append(0)
         options.append(0)
-        slots[slot] = Int32(series)
-        if count * 2 > slots.count { rebuildIndex(capacity: slots.count * 2) }
-        return series
     }
 
     /// A series' numeric aggregates: the columns of the same names.
@@ -407,5 +413,111 @@ public struct SeriesTable: Sendable {
         next.samples = samples
         next.rebuildIndex(capacity: capacity)
         self = next
+    }
+
+    // MARK: Merging
+
+    /// One table holding the series of `tables`: the intervals of several readers, each with a
+    /// table of its own, ended together (`endInterval(expireAfter:)` on each). A series in
+    /// several tables is one series in the result:
+    /// - counters, and the counts and sums of sampled kinds (interval and since creation), add
+    ///   up; a sum that would overflow stays at ±1.8e308;
+    /// - a gauge takes the value of the table whose line for it came in the latest interval,
+    ///   and of those the first in `tables`: gauges set from clients spread over readers in one
+    ///   interval take one of their values, unspecified which;
+    /// - the samples of sampled kinds come together, and their sketches merge (so a series may
+    ///   hold up to `exactSamples` exact samples per table); the standard deviation combines
+    ///   exactly (Chan's parallel form);
+    /// - the members of sets join.
+    ///
+    /// The result's `maxSeries` is the sum of the tables'. Equal to the one table if there is
+    /// one.
+    ///
+    /// - Precondition: `tables` is not empty, and the tables ended the same number of intervals.
+    public static func merging(_ tables: [SeriesTable]) -> SeriesTable {
+        precondition(!tables.isEmpty, "SeriesTable.merging(_:): no table")
+        if tables.count == 1 { return tables[0] }
+        var merged = SeriesTable(maxSeries: tables.reduce(0) { $0 + $1.maxSeries })
+        merged.interval = tables[0].interval
+        merged.optionSets = tables[0].optionSets
+        var capacity = 64
+        while capacity < tables.reduce(0, { $0 + $1.count }) * 2 { capacity *= 2 }
+        merged.slots = [Int32](repeating: -1, count: capacity)
+        for table in tables {
+            precondition(table.interval == merged.interval, "SeriesTable.merging(_:): tables of other intervals")
+            let optionMap = table.optionSets.map { merged.optionSet($0) }
+            var mapped = [Int32](repeating: -1, count: table.count)
+            for series in 0..<table.count {
+                let (index, isNew) = merged.findOrInsert(table.key(series), hash32: table.hashes[series])
+                mapped[series] = Int32(index)
+                merged.combine(index, isNew: isNew, with: table, series, options: optionMap[Int(table.options[series])])
+            }
+            for sample in table.samples {
+                merged.samples.append(Sample(series: mapped[Int(sample.series)], value: sample.value))
+            }
+            for (series, sketch) in table.sketches {
+                merged.sketches[mapped[Int(series)], default: QuantileSketch()].merge(sketch)
+            }
+            for (series, members) in table.setMembers {
+                merged.setMembers[mapped[Int(series)], default: []].formUnion(members)
+            }
+            merged.negativeCounterValues &+= table.negativeCounterValues
+        }
+        return merged
+    }
+
+    /// The series of `key` (whose stored hash is `hash32`), inserted if new. The index must
+    /// have room (`merging` sizes it for every series).
+    private mutating func findOrInsert(_ key: ArraySlice<UInt8>, hash32: UInt32) -> (Int, Bool) {
+        let hash = key.withUnsafeBytes { StatsDParser.hash($0) }
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            let series = Int(slots[slot])
+            if series < 0 {
+                let index = count
+                keyBytes.append(contentsOf: key)
+                appendColumns(hash32, lastSeen: 0)
+                slots[slot] = Int32(index)
+                return (index, true)
+            }
+            if hashes[series] == hash32 && self.key(series).elementsEqual(key) { return (series, false) }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    /// Adds series `series` of `table` into series `index`.
+    private mutating func combine(_ index: Int, isNew: Bool, with table: SeriesTable, _ series: Int, options: UInt16) {
+        func add(_ a: Double, _ b: Double) -> Double {
+            let sum = a + b
+            return sum.isFinite ? sum : (sum > 0 ? .greatestFiniteMagnitude : -.greatestFiniteMagnitude)
+        }
+        let seen = table.lastSeen[series]
+        if isNew || seen > lastSeen[index] { self.options[index] = options }
+        switch kind(index) {
+        case .gauge:
+            if isNew || seen > lastSeen[index] { current[index] = table.current[series] }
+        case .timer, .histogram, .distribution:
+            // Chan et al.'s combination of two parts' squared deviations: exact, whatever the
+            // parts' sizes.
+            let (weightA, weightB) = (current[index], table.current[series])
+            if weightA > 0 && weightB > 0 {
+                let delta = table.intervalSum[series] / weightB - intervalSum[index] / weightA
+                intervalM2[index] += table.intervalM2[series] + delta * delta * weightA * weightB / (weightA + weightB)
+            } else {
+                intervalM2[index] += table.intervalM2[series]
+            }
+            current[index] = add(current[index], table.current[series])
+            total[index] = add(total[index], table.total[series])
+            totalSum[index] = add(totalSum[index], table.totalSum[series])
+            intervalSum[index] = add(intervalSum[index], table.intervalSum[series])
+            intervalSumSquares[index] += table.intervalSumSquares[series]
+            intervalSamples[index] &+= table.intervalSamples[series]
+        case .counter:
+            current[index] = add(current[index], table.current[series])
+            total[index] = add(total[index], table.total[series])
+        case .set: break
+        }
+        if isNew || seen > lastSeen[index] { lastSeen[index] = seen }
     }
 }

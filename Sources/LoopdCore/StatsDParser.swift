@@ -33,6 +33,7 @@ public enum MetricKind: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     public var description: String { typeField }
 
     /// Whether each flush summarises this kind's samples (count, sum, min, max, mean, percentiles).
+    @inlinable
     public var isSampled: Bool { self == .timer || self == .histogram || self == .distribution }
 }
 

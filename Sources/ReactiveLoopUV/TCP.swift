@@ -25,7 +25,7 @@ public final class TCPListener: _LoopOwnedHandle, @unchecked Sendable {  // Vars
     private var connectionWaiting = false
 
     /// Creates a listener bound to `address` on `loop`, listening at once. Call it as you would
-    /// `UDPSocket.init(boundTo:on:receiveBufferSize:reuseAddress:)`.
+    /// `UDPSocket.init(boundTo:on:receiveBufferSize:reuseAddress:reusePort:)`.
     ///
     /// - Parameter backlog: How many connections the kernel queues while none is accepted.
     /// - Throws: `UVError` if the socket cannot be bound or listen (`EADDRINUSE`, say), or

@@ -57,11 +57,16 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     ///     in full (`SO_RCVBUFFORCE`); otherwise the kernel caps it at `net.core.rmem_max`. See
     ///     `receiveBufferSize` for what was granted. Nil keeps the system's default.
     ///   - reuseAddress: Sets `SO_REUSEADDR`, so several sockets can bind the same address.
+    ///   - reusePort: Sets `SO_REUSEPORT`, so that several sockets of the same user bound to the
+    ///     same address share its datagrams: the kernel gives each sender (by its address and
+    ///     port) to one of them. Each socket has its own receive buffer and may be read on its own
+    ///     loop, so that datagrams are read on several cores.
     /// - Throws: `UVError` if the socket cannot be created or bound (`EADDRINUSE`, say), or
     ///   `UVError.loopStopped`.
     /// - Precondition: `receiveBufferSize` is positive.
     public init(
-        boundTo address: SocketAddress, on loop: EventLoop, receiveBufferSize: Int? = nil, reuseAddress: Bool = false
+        boundTo address: SocketAddress, on loop: EventLoop, receiveBufferSize: Int? = nil, reuseAddress: Bool = false,
+        reusePort: Bool = false
     ) throws(UVError) {
         if let receiveBufferSize {
             _require(
@@ -76,6 +81,15 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
             let flags = UInt32(family) | UInt32(UV_UDP_RECVMMSG.rawValue)
             let udp = try allocateHandle(uv_udp_t.self, "uv_udp_init_ex") { uv_udp_init_ex(loop.uvLoop, $0, flags) }
             do throws(UVError) {
+                if reusePort {
+                    // Before the bind; libuv 1.44 has no flag for it.
+                    var fd: Int32 = -1
+                    try UVError.check(uv_fileno(udp.handle, &fd), "uv_fileno")
+                    var on: Int32 = 1
+                    if setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+                        throw UVError(code: -errno, operation: "setsockopt(SO_REUSEPORT)")
+                    }
+                }
                 let bindFlags = reuseAddress ? UInt32(UV_UDP_REUSEADDR.rawValue) : 0
                 try UVError.check(
                     address.withUnsafePointer { uv_udp_bind(udp, $0, bindFlags) }, "uv_udp_bind(\(address))")

@@ -41,20 +41,27 @@ struct LoadGenerator {
 
     /// Sends `rate` metrics per second (0: as fast as possible) to 127.0.0.1:`port` for
     /// `seconds`; returns the metrics sent.
-    func run(port: Int, rate: Double, seconds: Double) -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(fd) }
-        var buffer: Int32 = 4 << 20
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, 4)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+    /// Sends at `rate` metrics per second (0: as fast as possible) for `seconds`, from `sockets`
+    /// sockets in turn, one batch each: each has its own source port, so that a server with
+    /// several `SO_REUSEPORT` sockets gets them spread over its sockets.
+    func run(port: Int, rate: Double, seconds: Double, sockets: Int = 1) -> Int {
+        let fds = (0..<sockets).map { _ in
+            let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            var buffer: Int32 = 4 << 20
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, 4)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
+            return fd
         }
+        defer { for fd in fds { close(fd) } }
+        var turn = 0
         let pointers = datagrams.map { bytes in
             let copy = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 1)
             copy.copyMemory(from: bytes, byteCount: bytes.count)
@@ -81,6 +88,8 @@ struct LoadGenerator {
                 batchPointers[i] = pointers[(next + i) % pointers.count]
                 batchLengths[i] = lengths[(next + i) % pointers.count]
             }
+            let fd = fds[turn]
+            turn = (turn + 1) % fds.count
             let result = batchPointers.withUnsafeBufferPointer { p in
                 batchLengths.withUnsafeBufferPointer { l in loadgen_send(fd, p.baseAddress, l.baseAddress, UInt32(due))
                 }
@@ -109,8 +118,10 @@ struct Load: ParsableCommand {
     @Option(name: .customLong("per-datagram")) var perDatagram = 20
     @Option var seconds = 10.0
     @Option var keys = 1000
+    @Option(help: "Sockets to send from, in turn (each its own source port).") var sockets = 1
 
     func validate() throws {
+        guard (1...256).contains(sockets) else { throw ValidationError("--sockets must be in 1...256, got \(sockets)") }
         guard (1...65535).contains(port) else { throw ValidationError("--port must be in 1...65535, got \(port)") }
         guard rate >= 0 else { throw ValidationError("--rate must be >= 0, got \(rate)") }
         guard (1...200).contains(perDatagram) else {
@@ -123,7 +134,8 @@ struct Load: ParsableCommand {
     }
 
     func run() {
-        let sent = LoadGenerator(keys: keys, perDatagram: perDatagram).run(port: port, rate: rate, seconds: seconds)
+        let sent = LoadGenerator(keys: keys, perDatagram: perDatagram).run(
+            port: port, rate: rate, seconds: seconds, sockets: sockets)
         print("sent \(sent) metrics in \(seconds) s (\(Int(Double(sent) / seconds))/s)")
     }
 }
@@ -181,6 +193,8 @@ struct LoopdServer: Server {
     let binary: String
     var flushInterval: Double
     var udpBuffer: Int
+    /// `--readers`; nil: loopd's default.
+    var readers: Int? = nil
     var name: String { "loopd" }
     var process: Process?
     var directory = ""
@@ -191,10 +205,11 @@ struct LoopdServer: Server {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = [
-            "--port", "\(port)", "--flush-interval", "\(flushInterval)", "--output", directory + "/flushes.jsonl",
-            "--udp-buffer", "\(udpBuffer)", "--max-series", "\(max(keys * 2, 1000))", "--log-level", "warning",
-        ]
+        process.arguments =
+            [
+                "--port", "\(port)", "--flush-interval", "\(flushInterval)", "--output", directory + "/flushes.jsonl",
+                "--udp-buffer", "\(udpBuffer)", "--max-series", "\(max(keys * 2, 1000))", "--log-level", "warning",
+            ] + (readers.map { ["--readers", "\($0)"] } ?? [])
         try process.run()
         self.process = process
         try waitForUDP(port)
@@ -324,8 +339,11 @@ struct Compare: ParsableCommand {
     @Option var keys = 1000
     @Option(name: .customLong("flush-interval")) var flushInterval = 1.0
     @Option(name: .customLong("udp-buffer")) var udpBuffer = 8 << 20
+    @Option(help: "loopd's --readers (default: loopd's own, one per core).") var readers: Int?
+    @Option(help: "Sockets the load is sent from, in turn (each its own source port).") var sockets = 1
 
     func validate() throws {
+        guard (1...256).contains(sockets) else { throw ValidationError("--sockets must be in 1...256, got \(sockets)") }
         guard (1...10).contains(runs) else { throw ValidationError("--runs must be in 1...10, got \(runs)") }
         guard seconds > 0 && seconds <= 120 else {
             throw ValidationError("--seconds must be in (0, 120], got \(seconds)")
@@ -344,11 +362,12 @@ struct Compare: ParsableCommand {
                 for run in 1...runs {
                     var server: any Server =
                         target == "loopd"
-                        ? LoopdServer(binary: loopd, flushInterval: flushInterval, udpBuffer: udpBuffer)
+                        ? LoopdServer(
+                            binary: loopd, flushInterval: flushInterval, udpBuffer: udpBuffer, readers: readers)
                         : CollectdServer()
                     let port = freePort()
                     try server.start(port: port, keys: keys)
-                    let sent = generator.run(port: port, rate: point.rate, seconds: seconds)
+                    let sent = generator.run(port: port, rate: point.rate, seconds: seconds, sockets: sockets)
                     usleep(300_000)
                     let result = try server.stop()
                     let flushes = result.flushMilliseconds.sorted()

@@ -37,7 +37,7 @@ struct ConfigFile {
         "host", "port", "udp-buffer", "max-line", "flush-interval", "output", "graphite", "prometheus",
         "prometheus-timers", "prometheus-buckets", "unix-socket", "unix-socket-mode", "max-series", "expire-after",
         "tcp-idle-timeout", "graphite-max-queued", "log-level", "percentiles", "prefix", "prefix-counter",
-        "prefix-gauge", "prefix-timer", "prefix-histogram", "prefix-set", "tags", "graphite-layout",
+        "prefix-gauge", "prefix-timer", "prefix-histogram", "prefix-set", "tags", "graphite-layout", "readers",
     ]
 
     /// A problem with the file, naming it, the line and the key.

@@ -45,6 +45,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         /// The mapping rules and the namespace; nil: lines are recorded as they come.
         var mapper: Mapper?
         var graphiteLayout = GraphiteFormat.Layout.loopd
+        /// UDP sockets on the port (`SO_REUSEPORT`), each read on a loop of its own.
+        var readers = 1
     }
 
     /// The most TCP clients connected at once; one beyond it is disconnected at once and
@@ -77,6 +79,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     /// `--unix-socket`: a Unix datagram socket, read as the UDP socket is.
     let unix: UnixDatagramSocket?
     let tcp: TCPListener
+    /// The readers beyond the first (which is `udp`, on `loop`), and their loops.
+    let readers: [Reader]
+    private let readerLoops: EventLoopGroup?
     let output: OutputWriter
     let graphite: GraphiteOutput?
     let prometheus: PrometheusEndpoint?
@@ -94,6 +99,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private var stopping = false
     private var exiting = false
     private var flushTimer: (any Disposable)?
+    /// Confined to the flush queue (each flush's report is made there, once the readers'
+    /// counts are in).
     private var selfMetrics = SelfMetrics()
     private var kernelDropsAtStart: UInt64 = 0
     // Whether a flush is being formatted on the flush queue.
@@ -133,6 +140,11 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         scheduler = LoopScheduler(loop: loop)
         output = OutputWriter(try FileOutput(path: configuration.output), logger: logger)
         (udp, tcp) = try Self.openInputs(configuration, on: loop)
+        let (udp, tcp) = (udp, tcp)
+        (readers, readerLoops) = try Self.openReaders(configuration, at: udp.localAddress) {
+            udp.close()
+            tcp.close()
+        }
         let (loop, scheduler) = (loop, scheduler)
         if let endpoint = configuration.graphite {
             graphite = GraphiteOutput(
@@ -181,7 +193,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         for attempt in 1...10 {
             let udp: UDPSocket
             do {
-                udp = try UDPSocket(boundTo: listen, on: loop, receiveBufferSize: configuration.udpBuffer)
+                udp = try UDPSocket(
+                    boundTo: listen, on: loop, receiveBufferSize: configuration.udpBuffer,
+                    reusePort: configuration.readers > 1)
             } catch {
                 throw StartupError(description: "--host/--port \(listen): cannot receive UDP there: \(error.message)")
             }
@@ -198,11 +212,46 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         preconditionFailure("Internal inconsistency: openInputs left its loop")
     }
 
+    /// The readers beyond the first, each with a socket bound to `address` (with
+    /// `SO_REUSEPORT`, as the first's) on a loop of its own; on failure, `cleanUp` runs.
+    private static func openReaders(
+        _ configuration: Configuration, at address: SocketAddress, cleanUp: () -> Void
+    ) throws(StartupError) -> ([Reader], EventLoopGroup?) {
+        guard configuration.readers > 1 else { return ([], nil) }
+        let group: EventLoopGroup
+        do {
+            group = try EventLoopGroup(threads: configuration.readers - 1)
+        } catch {
+            cleanUp()
+            throw StartupError(
+                description: "--readers \(configuration.readers): cannot start the readers' loops: \(error)")
+        }
+        var readers: [Reader] = []
+        for loop in group.loops {
+            do {
+                readers.append(
+                    try Reader(
+                        address, on: loop, receiveBufferSize: configuration.udpBuffer, maxLine: configuration.maxLine,
+                        maxSeries: configuration.maxSeries, mapper: configuration.mapper))
+            } catch {
+                for reader in readers { reader.udp.close() }
+                group.shutdownGracefully()
+                cleanUp()
+                throw StartupError(
+                    description:
+                        "--readers \(configuration.readers): cannot bind another UDP socket to \(address): \(error.message)"
+                )
+            }
+        }
+        return (readers, group)
+    }
+
     /// Runs until SIGTERM or SIGINT and the final flush.
     func run() {
         // Set up on the loop thread, as soon as it runs.
         _ = loop.execute { [self] in start() }
         loop.run()
+        readerLoops?.shutdownGracefully()
         logger.info("stopped")
     }
 
@@ -211,7 +260,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     private func start() {
         let granted = udp.receiveBufferSize
         logger.info(
-            "loopd \(LoopdVersion.string) listening on \(udp.localAddress) (UDP and TCP); UDP receive buffer: asked \(configuration.udpBuffer) bytes, the kernel granted \(granted) (SO_RCVBUF, half of it for data)"
+            "loopd \(LoopdVersion.string) listening on \(udp.localAddress) (UDP and TCP), \(readers.count + 1) UDP reader\(readers.isEmpty ? "" : "s"); UDP receive buffer: asked \(configuration.udpBuffer) bytes, the kernel granted \(granted) (SO_RCVBUF, half of it for data)"
         )
         prometheus?.onReload = { [self] in reload("POST /-/reload") }
         prometheus?.start()
@@ -236,6 +285,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             )
         }
 
+        for reader in readers {
+            reader.start(logger: logger, logBadLine: logger.logLevel <= .debug, maxSeries: configuration.maxSeries)
+        }
         inputs += udp.datagrams.start { [self] event in
             switch event {
             case let .value(datagram):
@@ -331,7 +383,11 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         compare("graphite-max-queued", old.graphiteMaxQueued, new.graphiteMaxQueued)
         compare("log-level", logger.logLevel, settings.logLevel)
         compare("graphite-layout", old.graphiteLayout, new.graphiteLayout)
+        compare("readers", old.readers, new.readers)
+        // Every reader takes the new rules before the reload answers: a line sent after the
+        // answer goes through them, whichever reader reads it.
         ingest.setMapper(new.mapper)
+        for reader in readers { reader.setMapper(new.mapper) }
         reloadable = Reloadable(
             percentiles: new.percentiles, expireAfter: new.expireAfter, mappingRules: new.mapper?.rules.count ?? 0)
         reloadsApplied += 1
@@ -415,10 +471,12 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         // longer, and rates computed from it stay true.
         let intervalSeconds = Double(started &- intervalStart) / 1e9
         intervalStart = started
-        let table = ingest.endInterval(expireAfter: reloadable.expireAfter)
+        let expireAfter = reloadable.expireAfter
         let (events, serviceChecks) = ingest.takeEvents()
+        let main = Reader.Part(
+            table: ingest.endInterval(expireAfter: expireAfter), counts: ingest.counts, events: events,
+            serviceChecks: serviceChecks, kernelDrops: kernelDrops() &- kernelDropsAtStart)
         var daemon = SelfMetrics.Daemon()
-        daemon.udpKernelDrops = kernelDrops() &- kernelDropsAtStart
         daemon.outputDroppedFlushes = output.output.droppedFlushes.load(ordering: .relaxed)
         daemon.skippedFlushes = skippedFlushes
         daemon.tcpConnectionsRefused = refusedConnections &+ UInt64(tcp.acceptFailures)
@@ -432,12 +490,18 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         daemon.graphiteDroppedLines = graphite?.droppedLines
         if reloadSettings != nil { daemon.configReloads = (reloadsApplied, reloadsRefused) }
 
-        let metrics = selfMetrics.report(ingest.counts, daemon, table: table)
-        let flush = Flush(
-            table: table, timestamp: Self.wallClock(), intervalSeconds: intervalSeconds,
-            internalMetrics: metrics, events: events, serviceChecks: serviceChecks)
+        let timestamp = Self.wallClock()
         let percentiles = reloadable.percentiles
-        flushQueue.async { [self] in
+        collectParts(main, expireAfter: expireAfter) { [self, daemon] parts in
+            // The readers' intervals, merged: one table, the counts and drops of all.
+            var daemon = daemon
+            daemon.udpKernelDrops = parts.reduce(0) { $0 &+ $1.kernelDrops }
+            let counts = parts.dropFirst().reduce(parts[0].counts) { $0 + $1.counts }
+            let table = SeriesTable.merging(parts.map(\.table))
+            let metrics = selfMetrics.report(counts, daemon, table: table)
+            let flush = Flush(
+                table: table, timestamp: timestamp, intervalSeconds: intervalSeconds, internalMetrics: metrics,
+                events: parts.flatMap(\.events), serviceChecks: parts.flatMap(\.serviceChecks))
             let summaries = flush.summaries(
                 bucketBounds: prometheus == nil ? [] : prometheusExposition.options.bucketBounds,
                 percentiles: percentiles, trimmed: graphite != nil && configuration.graphiteLayout == .etsy)
@@ -460,6 +524,36 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         }
     }
 
+    /// Hands `body`, on the flush queue, the main loop's `main` part and each reader's part for
+    /// the same flush, in reader order (a reader whose loop has stopped gives none).
+    private func collectParts(
+        _ main: Reader.Part, expireAfter: UInt32, _ body: @escaping @Sendable ([Reader.Part]) -> Void
+    ) {
+        guard !readers.isEmpty else {
+            flushQueue.async { body([main]) }
+            return
+        }
+        // Confined to the flush queue: each part arrives there.
+        final class Collected: @unchecked Sendable {
+            var parts: [Reader.Part?]
+            var missing: Int
+            init(_ count: Int) { (parts, missing) = ([Reader.Part?](repeating: nil, count: count), count) }
+        }
+        let collected = Collected(readers.count + 1)
+        let flushQueue = flushQueue
+        let arrived = { @Sendable (index: Int, part: Reader.Part?) in
+            flushQueue.async {
+                collected.parts[index] = part
+                collected.missing -= 1
+                if collected.missing == 0 { body(collected.parts.compactMap { $0 }) }
+            }
+        }
+        arrived(0, main)
+        for (index, reader) in readers.enumerated() {
+            reader.endInterval(expireAfter: expireAfter) { part in arrived(index + 1, part) }
+        }
+    }
+
     /// SIGTERM or SIGINT: no new connections; after a short grace for lines already on their
     /// way, stop reading, take what the UDP socket still holds, flush a last time and stop.
     private func stop(_ name: String) {
@@ -473,6 +567,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         _ = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.1)) { [self] in
             inputs.dispose()
             flushTimer?.dispose()
+            // Each reader drains and closes its socket on its loop, before the final flush
+            // takes its interval there.
+            for reader in readers { reader.stop() }
             drainUDP()
             udp.close()
             if let unix {

@@ -43,6 +43,13 @@ struct Loopd: ParsableCommand {
     var port: Int?
 
     @Option(
+        parsing: .unconditional,
+        help:
+            "UDP sockets on the port (SO_REUSEPORT), each read into a table of its own on a core of its own, merged at each flush; at most the cores. Default: one per core."
+    )
+    var readers: Int?
+
+    @Option(
         name: .customLong("udp-buffer"), parsing: .unconditional,
         help: "The UDP receive buffer to ask for, in bytes. Default: 8388608.")
     var udpBuffer: Int?
@@ -176,7 +183,7 @@ struct Loopd: ParsableCommand {
             tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued, logLevel: logLevel, prefix: prefix,
             prefixCounter: prefixCounter, prefixGauge: prefixGauge, prefixTimer: prefixTimer,
             prefixHistogram: prefixHistogram, prefixSet: prefixSet, tags: tag.isEmpty ? nil : tag,
-            graphiteLayout: graphiteLayout)
+            graphiteLayout: graphiteLayout, readers: readers)
     }
 
     func validate() throws {

@@ -3,6 +3,10 @@ import LoopdCore
 import ReactiveLoop
 import ReactiveLoopUV
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// loopd's settings: each from its flag if given, else from the config file if it has the key,
 /// else the default; checked, with messages that name where the value came from (`--port` or
 /// `loopd.yaml:3: port`).
@@ -35,7 +39,11 @@ struct Settings {
         var prefixSet: String?
         var tags: [String]?
         var graphiteLayout: String?
+        var readers: Int?
     }
+
+    /// The cores loopd may run on: the default number of readers, and the most.
+    static var cores: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
     /// A setting that cannot be used, naming where it came from and the value.
     struct Problem: Error, CustomStringConvertible {
@@ -123,6 +131,11 @@ struct Settings {
         let logLevelFile = try file?.string("log-level")
         let logLevel = flags.logLevel ?? logLevelFile ?? "info"
 
+        let readersFile = try file?.int("readers")
+        let readers = flags.readers ?? readersFile ?? Self.cores
+        try check(
+            (1...Self.cores).contains(readers),
+            "\(origin("readers", flag: flags.readers)) must be in 1...\(Self.cores) (the cores), got \(readers)")
         let graphiteLayoutFile = try file?.string("graphite-layout")
         let graphiteLayout = flags.graphiteLayout ?? graphiteLayoutFile ?? "loopd"
         let tagsFile = try file?.tagList("tags")
@@ -259,7 +272,7 @@ struct Settings {
                 tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued,
                 prometheusTimers: timers, prometheusBuckets: buckets, unixSocket: unixSocket,
                 unixSocketMode: mode, percentiles: percentiles,
-                mapper: mapper.isIdentity ? nil : mapper, graphiteLayout: layout)
+                mapper: mapper.isIdentity ? nil : mapper, graphiteLayout: layout, readers: readers)
         } catch {
             throw Problem(description: "\(error)")
         }

@@ -54,6 +54,7 @@ struct ConfigFileTests {
               host: web1
               canary: ""
             graphite-layout: etsy
+            readers: 1
             mappings:
               - match: a.*
                 name: b
@@ -77,8 +78,9 @@ struct ConfigFileTests {
                 == [.counter: "c", .gauge: "g", .timer: "t", .histogram: "h", .distribution: "h", .set: "s"])
         #expect(configuration.mapper?.tags == ["host:web1", "canary"])
         #expect(configuration.graphiteLayout == .etsy)
+        #expect(configuration.readers == 1)
         // Every key the file may have was set above.
-        #expect(ConfigFile.keys.count == 26)
+        #expect(ConfigFile.keys.count == 27)
     }
 
     @Test func flagsOverrideTheFileAndTheFileTheDefaults() throws {
@@ -94,6 +96,7 @@ struct ConfigFileTests {
         #expect(settings.configuration.flushInterval == 3)
         #expect(settings.configuration.maxLine == 8192, "the default")
         let empty = try Self.settings("")
+        #expect(empty.configuration.readers == Settings.cores, "one reader per core by default")
         #expect(empty.configuration.listen.description == "127.0.0.1:8125")
         #expect(empty.configuration.percentiles == [50, 90, 95, 99])
         #expect(empty.configuration.mapper == nil, "no rules and no namespace: lines are recorded as they come")
@@ -120,6 +123,8 @@ struct ConfigFileTests {
         ("tags: [host:web1, 'a,b']\n", "loopd.yaml:1: tags: each tag must be key:value or key"),
         ("tags: host\n", "loopd.yaml:1: tags: expected a list of tags"),
         ("graphite-layout: carbon\n", "loopd.yaml:1: graphite-layout must be loopd or etsy, got carbon"),
+        ("readers: 0\n", "loopd.yaml:1: readers must be in 1...\(Settings.cores) (the cores), got 0"),
+        ("readers: 4096\n", "loopd.yaml:1: readers must be in 1...\(Settings.cores) (the cores), got 4096"),
         ("mappings:\n  - name: x\n", "loopd.yaml:2: mapping rule: match is required"),
         ("mappings:\n  - match: a\n    nmae: x\n", "loopd.yaml:3: unknown mapping rule key \"nmae\""),
         (

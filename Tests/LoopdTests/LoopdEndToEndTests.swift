@@ -73,6 +73,48 @@ struct LoopdEndToEndTests {
         #expect(!users.isEmpty && users.allSatisfy { ($0["count"] as! Double) <= 7 })
     }
 
+    @Test func everyReaderCountsExactlyThroughSIGTERM() throws {
+        // As many readers as the cores (at least two sockets when there are two cores, as on CI);
+        // 64 senders, each on its own port, so that the kernel spreads them over the sockets.
+        let readers = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let loopd = try LoopdProcess(["--readers", "\(readers)", "--log-level", "debug"], flushInterval: 0.05)
+        #expect(try loopd.waitForLog("listening on").contains("\(readers) UDP reader"))
+        let senders = (0..<64).map { _ in UDPSender(port: loopd.port) }
+        for round in 0..<50 {
+            for (index, sender) in senders.enumerated() {
+                sender.send(
+                    "spread.count:1|c\nspread.sampled:1|c|@0.5\nspread.time:\(round % 7)|ms\n"
+                        + "spread.set:m\(index % 10)|s\nsender.\(index):1|c|#r:\(round % 2)\nbad:1|x\n")
+            }
+        }
+        let lines = 64.0 * 50 * 6
+        try loopd.waitForLines(lines)
+        #expect(loopd.signal(SIGTERM) < 5)
+        #expect(loopd.process.terminationStatus == 0)
+        #expect(!loopd.log().contains("ThreadSanitizer"), "clean when built with --sanitize=thread")
+        let totals = Totals(try loopd.flushes())
+        #expect(totals.counters["spread.count"] == 3200)
+        #expect(totals.counters["spread.sampled"] == 6400)
+        #expect(totals.timerCounts["spread.time"] == 3200)
+        #expect(totals.timerSums["spread.time"] == Double((0..<50).reduce(0) { $0 + $1 % 7 } * 64))
+        for index in 0..<64 {
+            #expect(totals.counters["sender.\(index)|#r:0"] == 25 && totals.counters["sender.\(index)|#r:1"] == 25)
+        }
+        #expect(totals.counters["loopd.packets_received"] == 3200)
+        #expect(totals.counters["loopd.lines_received"] == lines)
+        #expect(totals.counters["loopd.bad_lines"] == 3200)
+        #expect(totals.counters["loopd.udp_kernel_drops"] == 0)
+        let flushes = try loopd.flushes()
+        let sets = flushes.compactMap {
+            ($0["sets"] as? [[String: Any]])?.first { $0["name"] as? String == "spread.set" }
+        }
+        #expect(!sets.isEmpty && sets.allSatisfy { ($0["count"] as! Double) <= 10 }, "members join across readers")
+        if readers > 1 {
+            // Bad lines are logged by whichever reader took them.
+            #expect(loopd.log().contains("bad line (unknown metric type"))
+        }
+    }
+
     @Test func malformedLinesAreLoggedAtDebugWithTheirReason() throws {
         let loopd = try LoopdProcess(["--log-level", "debug"])
         UDPSender(port: loopd.port).send("ok:1|c\nbroken:1|zz\n")

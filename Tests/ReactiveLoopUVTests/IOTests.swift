@@ -129,6 +129,23 @@ struct UDPTests {
         }
     }
 
+    @Test func socketsBoundWithReusePortShareTheDatagramsOfTheirAddress() throws {
+        try withLoop { loop in
+            let first = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, reusePort: true)
+            let second = try UDPSocket(boundTo: first.localAddress, on: loop, reusePort: true)
+            #expect(second.localAddress == first.localAddress)
+            #expect(throws: UVError.self, "a socket without the option cannot join") {
+                try UDPSocket(boundTo: first.localAddress, on: loop)
+            }
+            // 40 senders (each its own port, which the kernel hashes), 5 datagrams each.
+            for _ in 0..<40 { sendRawDatagrams(to: first.localAddress.port, count: 5) }
+            let counts = onLoop(loop) { (first.drain { _, _ in }, second.drain { _, _ in }) }
+            let (a, b) = try #require(counts)
+            #expect(a + b == 200, "every datagram read once, by one of them")
+            #expect(a > 0 && b > 0, "spread over both: \(a) and \(b)")
+        }
+    }
+
     @Test(arguments: ["127.0.0.1", "::1"])
     func datagramsRoundTripWithTheirSender(host: String) throws {
         try withLoop { loop in
