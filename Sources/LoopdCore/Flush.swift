@@ -52,6 +52,16 @@ public struct SampleStats: Sendable, Equatable {
     public var median: Double?
     /// See `median`.
     public var trimmed: [Trimmed] = []
+    /// With `Flush.summaries(trimmed: true)`: the sum, the sum of squares and the population
+    /// standard deviation of the samples as received, unscaled by sample rates, as etsy's
+    /// StatsD computes its `sum`, `sum_squares`, `mean` and `std` (its `count` is scaled).
+    public var unscaled: Unscaled?
+
+    /// Statistics of the samples as received, unscaled by sample rates.
+    public struct Unscaled: Sendable, Equatable {
+        /// The sum, the sum of squares and the population standard deviation.
+        public var sum, sumSquares, stddev: Double
+    }
 
     /// The statistics of the lowest samples, up to a percentile (etsy's `mean_90` and kin).
     public struct Trimmed: Sendable, Equatable {
@@ -212,9 +222,26 @@ public struct Flush: Sendable {
                 sumSquares: table.intervalSumSquares[index], percentiles: found, approximate: sketch != nil)
             if trimmed {
                 stats[series]!.median = Self.median(samples[start..<end], sketch)
+                if let sketch {
+                    let (sum, squares) = sketch.lowest(UInt64(count))
+                    let mean = sum / Double(count)
+                    stats[series]!.unscaled = .init(
+                        sum: sum, sumSquares: squares,
+                        stddev: Swift.max(0, squares / Double(count) - mean * mean).squareRoot())
+                } else {
+                    var (sum, squares, deviations) = (0.0, 0.0, 0.0)
+                    for sample in samples[start..<end] {
+                        sum += sample.value
+                        squares += sample.value * sample.value
+                    }
+                    let mean = sum / Double(count)
+                    for sample in samples[start..<end] { deviations += (sample.value - mean) * (sample.value - mean) }
+                    stats[series]!.unscaled = .init(
+                        sum: sum, sumSquares: squares, stddev: (deviations / Double(count)).squareRoot())
+                }
                 stats[series]!.trimmed = asked.compactMap { p in
-                    // JavaScript's Math.round: halves up.
-                    let n = Int((Double(count) * p / 100 + 0.5).rounded(.down))
+                    // JavaScript's Math.round: halves up; one sample is every percentile's.
+                    let n = count == 1 ? 1 : Int((Double(count) * p / 100 + 0.5).rounded(.down))
                     guard n > 0 else { return nil }
                     if let sketch {
                         let (sum, squares) = sketch.lowest(UInt64(n))

@@ -115,6 +115,11 @@ public struct MappingRule: Sendable {
                 )
             }
             guard seen.insert(label.key).inserted else { throw MappingError("labels: \(label.key) given twice") }
+            if label.value.utf8.contains(where: { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "|") }) {
+                throw MappingError(
+                    "labels.\(label.key) \(label.value.debugDescription): a value cannot contain ',' or '|' (a tag would split)"
+                )
+            }
             return (Array(label.key.utf8), try Template(label.value, what: "labels.\(label.key)", captures: captures))
         }
         if let percentiles { try Self.checkPercentiles(percentiles, what: "percentiles") }
@@ -403,6 +408,10 @@ public struct Mapper: Sendable {
         if prefix.utf8.contains(where: { ":|#, \t\n".utf8.contains($0) }) {
             return "must not contain ':', '|', '#', ',' or spaces, got \(prefix.debugDescription)"
         }
+        if prefix.hasPrefix(".") || prefix.hasSuffix(".") || prefix.contains("..") {
+            return
+                "must not start or end with '.' or hold '..' (a '.' is added after it), got \(prefix.debugDescription)"
+        }
         let bytes = Array(prefix.utf8)
         if bytes.withUnsafeBytes({ StatsDParser.isReserved($0, nameEnd: $0.count) }) {
             return "would make every name one of loopd's own (loopd.*), got \(prefix.debugDescription)"
@@ -506,6 +515,9 @@ struct MappingCache {
 
     /// The most keys held.
     let capacity: Int
+    /// The most bytes of keys, original and mapped, held: keys are up to a line long, so that a
+    /// count alone would let the cache hold gigabytes.
+    static let maxBytes = 64 << 20
     /// How many times the cache was emptied because it was full.
     private(set) var clears: UInt64 = 0
     private var keyBytes: [UInt8] = []
@@ -544,7 +556,7 @@ struct MappingCache {
 
     /// Adds what `mapper` makes of `key` (not held) and returns its entry.
     mutating func add(_ key: UnsafeRawBufferPointer, hash: UInt64, _ mapper: Mapper) -> Int {
-        if entries.count >= capacity { clear(counted: true) }
+        if entries.count >= capacity || keyBytes.count + mappedBytes.count > Self.maxBytes { clear(counted: true) }
         var entry: Entry
         switch mapper.map(key: key) {
         case .unchanged: entry = Entry(result: .unchanged, rule: -1)

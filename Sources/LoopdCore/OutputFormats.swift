@@ -270,10 +270,15 @@ public enum GraphiteFormat {
                         ("sum_squares_\(suffix)", trimmed.sumSquares),
                     ]
                 }
+                // etsy's sums, mean and deviation are of the samples as received; its count is
+                // scaled by sample rates.
+                let unscaled =
+                    stats.unscaled
+                    ?? SampleStats.Unscaled(sum: stats.sum, sumSquares: stats.sumSquares, stddev: stats.stddev)
                 values += [
-                    ("std", stats.stddev), ("upper", stats.max), ("lower", stats.min), ("count", summary.value),
-                    ("count_ps", summary.value / seconds), ("sum", stats.sum), ("sum_squares", stats.sumSquares),
-                    ("mean", stats.mean), ("median", stats.median ?? .nan),
+                    ("std", unscaled.stddev), ("upper", stats.max), ("lower", stats.min), ("count", summary.value),
+                    ("count_ps", summary.value / seconds), ("sum", unscaled.sum), ("sum_squares", unscaled.sumSquares),
+                    ("mean", unscaled.sum / Double(stats.samples)), ("median", stats.median ?? .nan),
                 ]
                 for (stat, value) in values where value.isFinite {
                     line(name, "." + stat, tags, value, "stats.timers.")

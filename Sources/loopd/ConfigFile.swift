@@ -57,7 +57,7 @@ struct ConfigFile {
         do {
             root = try Yams.compose(yaml: text)
         } catch {
-            throw Problem(description: "\(path): not valid YAML: \(error)")
+            throw Problem(description: "\(path): not valid YAML: \(Self.shortened(error))")
         }
         guard let root else { return ConfigFile(path: path, entries: [:], mappings: []) }
         guard case let .mapping(top) = root else {
@@ -86,6 +86,21 @@ struct ConfigFile {
             entries[key] = Entry(node: value, line: line(value))
         }
         return ConfigFile(path: path, entries: entries, mappings: mappings)
+    }
+
+    /// The YAML parser's message, without the copy of the document some of them carry (a
+    /// message goes to the log and to `/-/reload`'s answer): its first line, and the position
+    /// it names, in at most 300 characters.
+    static func shortened(_ error: any Error) -> String {
+        let text = "\(error)"
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
+        var message = String(lines.first ?? "")
+        if let position = lines.last(where: { $0.contains(" in line ") || $0.hasPrefix(" in line") }),
+            position != lines.first
+        {
+            message += ";" + position.suffix(from: position.range(of: " in line")!.lowerBound)
+        }
+        return message.count > 300 ? String(message.prefix(300)) + "…" : message
     }
 
     /// Where a value came from, for messages: `loopd.yaml:3: port`.
@@ -133,15 +148,28 @@ struct ConfigFile {
         switch entry.node {
         case let .sequence(items):
             for item in items {
-                guard let text = item.string else { throw Problem(description: "\(origin(key)): expected tags") }
+                guard let text = item.string else {
+                    throw Problem(description: "\(path):\(Self.line(item)): \(key): expected tags")
+                }
+                if let problem = Mapper.tagProblem(text) {
+                    throw Problem(description: "\(path):\(Self.line(item)): \(key): each tag \(problem)")
+                }
                 tags.append(text)
             }
         case let .mapping(pairs):
             for (name, value) in pairs {
-                guard let name = name.string, let value = value.string else {
-                    throw Problem(description: "\(origin(key)): expected tags as name: value")
+                guard let tagName = name.string, !tagName.contains(":"), let text = value.string else {
+                    throw Problem(
+                        description:
+                            "\(path):\(Self.line(name)): \(key): expected tags as name: value, a name without ':'")
                 }
-                tags.append(value.isEmpty ? name : "\(name):\(value)")
+                // `canary:` or `canary: ~` is a tag without a value.
+                let isNull = value.tag.description.hasSuffix(":null") || text.isEmpty
+                let tag = isNull ? tagName : "\(tagName):\(text)"
+                if let problem = Mapper.tagProblem(tag) {
+                    throw Problem(description: "\(path):\(Self.line(name)): \(key): each tag \(problem)")
+                }
+                tags.append(tag)
             }
         default:
             throw Problem(description: "\(origin(key)): expected a list of tags (- host:web1) or a map (host: web1)")
@@ -153,7 +181,12 @@ struct ConfigFile {
         var texts = [String]()
         if case let .sequence(items) = node {
             for item in items {
-                guard let text = item.string else { throw Problem(description: "\(what): expected numbers") }
+                guard let text = item.string, let number = Double(text), number.isFinite else {
+                    throw Problem(
+                        description:
+                            "\(what) (line \(line(item))): expected numbers, got \((item.string ?? "a list or a map").debugDescription)"
+                    )
+                }
                 texts.append(text)
             }
         } else if let text = node.string {
@@ -263,12 +296,16 @@ struct ConfigFile {
         let percentiles = try values["percentiles"].map { (node) throws(Problem) in
             try numbers(node, what: "\(path):\(line(node)): percentiles")
         }
+        let name = try text("name")
         do {
             return try MappingRule(
                 match: match, matchType: matchType ?? .glob, kinds: kinds, action: action ?? .map,
-                name: try text("name"), labels: labels, percentiles: percentiles)
+                name: name, labels: labels, percentiles: percentiles)
         } catch {
-            throw Problem(description: "\(at): \(error)")
+            // The line of the key the problem names, if it names one.
+            let key = "\(error)".prefix { $0 != " " && $0 != ":" && $0 != "." }
+            let node = values[String(key)] ?? node
+            throw Problem(description: "\(path):\(line(node)): mapping rule: \(error)")
         }
     }
 
@@ -279,15 +316,21 @@ struct ConfigFile {
         "distribution": [.distribution], "set": [.set], "observer": [.timer, .histogram, .distribution],
     ]
 
-    private static func line(_ node: Node) -> Int { (node.mark?.line ?? 0) }
+    static func line(_ node: Node) -> Int { (node.mark?.line ?? 0) }
 
     /// The file's text, at most `maxBytes`.
     private static func read(_ path: String) throws(Problem) -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // Without blocking: opening a FIFO for reading would wait for a writer, with the loop.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             throw Problem(description: "\(path): cannot read it: \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw Problem(
+                description: "\(path): not a regular file (a FIFO, a device or a directory cannot be read whole)")
+        }
         var bytes = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {

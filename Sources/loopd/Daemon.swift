@@ -365,6 +365,11 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         }
         let new = settings.configuration
         let old = configuration
+        if settings.configFileIsEmpty {
+            logger.warning(
+                "\(cause): the config file is empty: no mapping rules, and every setting from its flag or its default (a file being written? write it elsewhere, then rename it over the old one)"
+            )
+        }
         var restart = [String]()
         func compare<Value: Equatable>(_ key: String, _ a: Value, _ b: Value) { if a != b { restart.append(key) } }
         compare("host/port", old.listen.description, new.listen.description)
@@ -505,11 +510,13 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             let summaries = flush.summaries(
                 bucketBounds: prometheus == nil ? [] : prometheusExposition.options.bucketBounds,
                 percentiles: percentiles, trimmed: graphite != nil && configuration.graphiteLayout == .etsy)
-            output.submit(JSONLinesFormat.format(flush, summaries)) { [loop] in
-                if let completion { _ = loop.execute(completion) }
-            }
+            // Graphite first: the JSON line's completion may end the shutdown, which gives
+            // Graphite what it holds by then.
             if let graphite {
                 graphite.send(GraphiteFormat.format(flush, summaries, layout: configuration.graphiteLayout))
+            }
+            output.submit(JSONLinesFormat.format(flush, summaries)) { [loop] in
+                if let completion { _ = loop.execute(completion) }
             }
             if let prometheus {
                 let exposition = prometheusExposition.render(flush, summaries)

@@ -186,13 +186,8 @@ struct Loopd: ParsableCommand {
             graphiteLayout: graphiteLayout, readers: readers)
     }
 
-    func validate() throws {
-        do {
-            _ = try Settings.resolve(flags, configPath: config)
-        } catch {
-            throw ValidationError(error.description)
-        }
-    }
+    // Settings are resolved in `run()`, not in `validate()`: the config file is read once (a
+    // `--config <(…)` or a FIFO cannot be read twice).
 
     func run() throws {
         let settings: Settings

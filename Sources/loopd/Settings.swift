@@ -54,6 +54,8 @@ struct Settings {
     var configuration: Daemon.Configuration
     /// The log level.
     var logLevel: Logger.Level
+    /// Whether the config file (if any) set nothing at all.
+    var configFileIsEmpty = false
 
     /// The default percentiles.
     static let defaultPercentiles: [Double] = [50, 90, 95, 99]
@@ -150,7 +152,10 @@ struct Settings {
         for index in prefixes.indices {
             let fromFile = try file?.string(prefixes[index].key)
             prefixes[index].value = prefixes[index].flag ?? fromFile
-            if let value = prefixes[index].value, let problem = Mapper.prefixProblem(value) {
+            guard let value = prefixes[index].value, !value.isEmpty else { continue }
+            // A type's prefix comes after the global one: `app.loopd` is not loopd's own.
+            let global = index > 0 ? prefixes[0].value ?? "" : ""
+            if let problem = Mapper.prefixProblem(global.isEmpty ? value : global + "." + value) {
                 throw Problem(description: "\(origin(prefixes[index].key, flag: prefixes[index].flag)) \(problem)")
             }
         }
@@ -276,6 +281,8 @@ struct Settings {
         } catch {
             throw Problem(description: "\(error)")
         }
-        return Settings(configuration: configuration, logLevel: level)
+        return Settings(
+            configuration: configuration, logLevel: level,
+            configFileIsEmpty: file.map { $0.entries.isEmpty && $0.mappings.isEmpty } ?? false)
     }
 }

@@ -135,12 +135,12 @@ struct ConfigFileTests {
         ("mappings:\n  - match: a\n    match_metric_type: meter\n", "loopd.yaml:3: match_metric_type must be one of"),
         (
             "mappings:\n  - match: a.*\n  - match: b.*\n    name: x.$2\n",
-            "loopd.yaml:3: mapping rule: name \"x.$2\": $2 names no capture"
+            "loopd.yaml:4: mapping rule: name \"x.$2\": $2 names no capture"
         ),
         ("mappings:\n  - match: a\n    labels: [x]\n", "loopd.yaml:3: labels: expected keys and values"),
         (
             "mappings:\n  - match: a\n    percentiles: [1, x]\n",
-            "loopd.yaml:3: percentiles: expected numbers, got \"x\""
+            "loopd.yaml:3: percentiles (line 3): expected numbers, got \"x\""
         ),
     ])
     func aProblemIsNamedWithItsLine(text: String, message: String) {
@@ -176,6 +176,25 @@ struct ConfigFileTests {
         #expect(rules[0].matchType == .regex && rules[0].kinds == [.timer, .histogram, .distribution])
         #expect(rules[0].labels.map(\.key) == ["service"] && rules[0].percentiles == [50, 99])
         #expect(rules[1].action == .drop)
+    }
+
+    @Test func aTypesPrefixAfterTheGlobalOneIsNotReservedAndNullTagsHaveNoValue() throws {
+        let settings = try Self.settings("prefix: x\nprefix-counter: loopd\ntags:\n  canary: ~\n  empty:\n  host: a\n")
+        #expect(settings.configuration.mapper?.kindPrefixes[.counter] == "loopd")
+        #expect(settings.configuration.mapper?.tags == ["canary", "empty", "host:a"])
+    }
+
+    @Test func aYAMLErrorIsShortAndDoesNotEchoTheFile() {
+        let secret = "graphite: secret-carbon.internal:2003\n" + String(repeating: "# padding\n", count: 5000)
+        let problem = Self.problem(secret + "port: 1\nport: 2\n")
+        #expect(problem.contains("not valid YAML") && problem.count < 400, "\(problem.prefix(500))")
+        #expect(!problem.contains("secret-carbon"))
+    }
+
+    @Test func anEmptyFileSaysSo() throws {
+        #expect(try Self.settings("").configFileIsEmpty)
+        #expect(try !Self.settings("port: 1\n").configFileIsEmpty)
+        #expect(try !Self.settings("mappings:\n  - match: a\n").configFileIsEmpty)
     }
 
     @Test func aMissingOrHugeFileIsRefused() throws {

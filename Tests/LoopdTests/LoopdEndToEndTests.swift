@@ -547,6 +547,33 @@ struct LoopdEndToEndTests {
         #expect(timers.contains { $0["p99"] != nil }, "the reloaded percentiles")
     }
 
+    @Test(arguments: [GraphiteFormat.Layout.loopd, .etsy])
+    func theFinalFlushReachesGraphiteAtSIGTERM(layout: GraphiteFormat.Layout) throws {
+        // The JSON line's completion ended the shutdown before Graphite was handed the flush.
+        let carbon = try FakeReceiver()
+        let loopd = try LoopdProcess(
+            ["--graphite", "127.0.0.1:\(carbon.port)", "--graphite-layout", layout.rawValue], flushInterval: 60)
+        let connection = carbon.accept()
+        #expect(connection >= 0)
+        defer { close(connection) }
+        UDPSender(port: loopd.port).send("fin:1:2:3:4|c")
+        usleep(100_000)
+        #expect(loopd.signal(SIGTERM) < 5)
+        let received = FakeReceiver.drain(connection, quiet: 1)
+        #expect(
+            received.contains(layout == .etsy ? "stats_counts.fin 10 " : "\nfin 10 ") || received.hasPrefix("fin 10 "))
+    }
+
+    @Test func aConfigFileThatIsNotARegularFileIsRefusedAndReadOnce() throws {
+        let config = try ConfigFolder()
+        #expect(mkfifo(config.path, 0o600) == 0)
+        // A FIFO would block the loop on open and be read empty a second time.
+        let loopd = try LoopdProcess(["--config", config.path], waitForListening: false)
+        loopd.waitForExit(seconds: 10)
+        #expect(!loopd.process.isRunning, "not waiting for a writer")
+        #expect(loopd.log().contains("\(config.path): not a regular file"))
+    }
+
     @Test func aBadConfigFileAtStartIsRefusedNamingTheLine() throws {
         let config = try ConfigFolder()
         // The flush interval is a flag too here (LoopdProcess gives one): a bad value in the

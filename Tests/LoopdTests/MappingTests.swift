@@ -136,6 +136,8 @@ struct MappingTests {
             }
         }
         #expect(throws: MappingError.self) { _ = try MappingRule(match: "a", labels: [("a,b", "x")]) }
+        #expect(throws: MappingError.self) { _ = try MappingRule(match: "a", labels: [("a", "v,y")]) }
+        #expect(throws: MappingError.self) { _ = try MappingRule(match: "a", labels: [("a", "v|y")]) }
         #expect(throws: MappingError.self) { _ = try MappingRule(match: "a", labels: [("a", "x"), ("a", "y")]) }
         #expect(throws: MappingError.self) { _ = try MappingRule(match: "a", action: .drop, name: "x") }
     }
@@ -178,6 +180,16 @@ struct MappingTests {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100, mapper: mapper)
         feed(ingest, "host1.cpu:1|c\nhost2.cpu:2|c\nhost1.cpu:4|c")
         #expect(flush(ingest).counters == ["cpu": 7])
+    }
+
+    @Test func theCacheIsBoundedInBytesToo() {
+        // 4,000 keys of 32 KiB (and as much mapped) pass the cache's 64 MiB: it is emptied.
+        let ingest = Ingest(
+            maxLineLength: 65536, maxSeries: 100_000, mapper: Mapper(rules: [Self.rule("k.*", name: "k.$1")]))
+        let long = String(repeating: "x", count: 32 * 1024)
+        for key in 0..<1100 { feed(ingest, "k.\(key)\(long):1|c\n") }
+        #expect(ingest.counts.mappingCacheClears >= 1)
+        #expect(ingest.mappingCacheBytes < 200 << 20)
     }
 
     @Test func theCacheIsBoundedAndClearedWhenFullWithoutChangingResults() {

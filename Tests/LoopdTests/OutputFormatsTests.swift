@@ -273,4 +273,23 @@ struct OutputFormatsTests {
 
                 """)
     }
+
+    @Test func theEtsyLayoutsSumsAreOfTheSamplesAsReceivedAndItsCountScaled() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 10)
+        feed(ingest, "rt:10|ms|@0.5\nrt:20|ms\none:7|ms\n")
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        let text = String(
+            decoding: GraphiteFormat.format(flush, flush.summaries(percentiles: [0.001], trimmed: true), layout: .etsy),
+            as: UTF8.self)
+        // As etsy's StatsD: count 3 (10 sampled at 0.5 counts twice), sum 30, mean 15, std 5.
+        for line in [
+            "stats.timers.rt.count 3 ", "stats.timers.rt.sum 30 ", "stats.timers.rt.mean 15 ",
+            "stats.timers.rt.sum_squares 500 ", "stats.timers.rt.std 5 ",
+            // One sample is every percentile's, as etsy counts it.
+            "stats.timers.one.count_0_001 1 ", "stats.timers.one.upper_0_001 7 ",
+        ] {
+            #expect(text.contains(line), "\(line) in:\n\(text)")
+        }
+    }
 }
