@@ -34,21 +34,23 @@
 ///
 /// Each sign keeps at most ``maxBins`` contiguous bins, which covers `2048 / 35 ~ 58.5` octaves (a ratio of about
 /// `4e17`, i.e. 17.6 decades) between the smallest and largest magnitude of that sign. When a value would extend
-/// the range beyond that, the lowest-magnitude bins are collapsed into the lowest retained bin. Only values that
-/// were collapsed lose accuracy (they are reported as the larger magnitude of that bin), so only quantiles whose
-/// rank falls among collapsed values (the lowest magnitudes of that sign: the smallest positive values, or the
-/// negative values closest to zero) lose the guarantee; all other quantiles keep it. The outcome of collapsing
-/// depends only on the multiset of values added, not on the order of additions or merges.
+/// the range beyond that, the window of bins stays where the mass is: values beyond it are folded into its edge
+/// bin, and it moves only when the bins it would fold at its other end hold no more than what has gathered at
+/// the edge. One outlier, however far (a client's `1e25` among latencies of 1 to 1,000), is folded itself and
+/// keeps the bulk's quantiles within the bound; its exact value is still the sketch's ``min`` or ``max``.
+/// Only quantiles whose rank falls among folded values lose the guarantee. The result depends on the order of
+/// additions and merges only when values were folded.
 ///
 /// Values with `|x|` below `Double.leastNormalMagnitude` (about `2.2e-308`, i.e. zero and subnormals) are counted
 /// as zero. Non-finite values (infinities, NaN) are ignored.
 public struct QuantileSketch: Sendable, Equatable {
     /// The relative accuracy `alpha`: every quantile returned is within `alpha * |x|` of the true sample value `x`
-    /// of that rank (unless that rank falls among values collapsed by the ``maxBins`` limit).
+    /// of that rank (unless that rank falls among values folded by the ``maxBins`` limit).
     public static let relativeAccuracy: Double = 0.01
 
-    /// The maximum number of bins kept per sign. Beyond it, the lowest-magnitude bins are collapsed into one,
-    /// and only quantiles falling in that collapsed low range lose the accuracy guarantee.
+    /// The maximum number of bins kept per sign. Beyond it, values outside the window are folded into its
+    /// nearest bin (see the type's documentation), and only quantiles whose rank falls among them lose the
+    /// accuracy guarantee.
     public static let maxBins: Int = 2048
 
     /// Bins per unit of `f(x) ~ log2 |x|` (see the type documentation).
@@ -251,17 +253,6 @@ public struct QuantileSketch: Sendable, Equatable {
         return Double(sign: .plus, exponent: exponent, significand: octaveBounds[offset])
     }
 
-    /// If the bins of one sign were collapsed, the magnitude below which values of that sign lost the accuracy
-    /// guarantee (the upper bound of the collapsed bin); `nil` if that sign was never collapsed.
-    func collapsedBelow(negativeSide: Bool) -> Double? {
-        let store = negativeSide ? negative : positive
-        return store.isCollapsed ? Self.lowerBound(store.minIndex + 1) : nil
-    }
-
-    /// The number of bins each sign's array can hold without reallocating.
-    var binCapacities: (negative: Int, positive: Int) {
-        (negative.counts.capacity, positive.counts.capacity)
-    }
 }
 
 /// Counts per bin index for one sign: a dense array covering bin indices `offset ..< offset + counts.count`.
@@ -291,18 +282,35 @@ struct BinStore: Sendable {
         }
     }
 
-    /// Grows, shifts or collapses the array so that `index` (or, after collapsing, the lowest bin) is covered.
+    /// Grows, shifts or collapses the array so that `index` is covered, or folds it into the
+    /// nearest bin of a window already `maxBins` wide.
+    ///
+    /// When the range would pass `maxBins`, the window is placed where the mass is: it moves to
+    /// take a value beyond one end only if the bins it would fold at the other end hold no more
+    /// than what has gathered at that end (so one outlier, at either end, never folds the
+    /// bulk of the values into one bin: it is folded itself, into the edge bin, its exact
+    /// value kept as the sketch's min or max); a distribution that moves moves the window once
+    /// enough of it has gathered at the edge.
     @usableFromInline
     mutating func addOutOfRange(_ index: Int, _ n: UInt64) {
         let maxBins = QuantileSketch.maxBins
         let isEmpty = maxIndex < minIndex
         let lo = isEmpty ? index : Swift.min(index, minIndex)
         let hi = isEmpty ? index : Swift.max(index, maxIndex)
-        let newOffset: Int, newLength: Int
+        let newOffset: Int
+        let newLength: Int
         if hi - lo + 1 > maxBins {
-            newOffset = hi - maxBins + 1
             newLength = maxBins
             isCollapsed = true
+            if index > maxIndex {
+                let movedUp = index - maxBins + 1
+                let folded = count(belowIndex: movedUp, includingIndex: false)
+                newOffset = folded <= count(at: minIndex + maxBins - 1) &+ n ? movedUp : minIndex
+            } else {
+                let movedDown = index
+                let folded = count(aboveIndex: index + maxBins - 1, includingIndex: false)
+                newOffset = folded <= count(at: maxIndex - maxBins + 1) &+ n ? movedDown : maxIndex - maxBins + 1
+            }
         } else {
             let needed = hi - lo + 1
             newLength = Swift.min(maxBins, needed + Swift.max(isEmpty ? 32 : 16, needed / 4))
@@ -315,14 +323,21 @@ struct BinStore: Sendable {
             }
         }
         relayout(offset: newOffset, length: newLength)
-        let target = Swift.max(index, newOffset)
+        let target = Swift.min(Swift.max(index, newOffset), newOffset + newLength - 1)
         counts[target - newOffset] &+= n
         if target < minIndex { minIndex = target }
         if target > maxIndex { maxIndex = target }
     }
 
-    /// Moves the non-empty bins into an array covering `offset ..< offset + length`, folding bins below `offset`
-    /// into bin `offset`. Reuses the existing buffer when the length is unchanged.
+    /// The count of bin `index` (0 outside the array).
+    private func count(at index: Int) -> UInt64 {
+        let position = index - offset
+        return position >= 0 && position < counts.count ? counts[position] : 0
+    }
+
+    /// Moves the non-empty bins into an array covering `offset ..< offset + length`, folding
+    /// bins below it into its first bin and bins above it into its last. Reuses the buffer when
+    /// nothing moves.
     private mutating func relayout(offset newOffset: Int, length: Int) {
         if newOffset == offset && length == counts.count { return }
         guard maxIndex >= minIndex else {
@@ -330,42 +345,19 @@ struct BinStore: Sendable {
             offset = newOffset
             return
         }
-        var folded: UInt64 = 0
-        var i = minIndex
-        while i <= maxIndex && i < newOffset {
-            folded &+= counts[i - offset]
-            i += 1
+        let top = newOffset + length - 1
+        var fresh = [UInt64](repeating: 0, count: length)
+        var (low, high) = (Int.max, Int.min)
+        for index in minIndex...maxIndex {
+            let count = counts[index - offset]
+            guard count != 0 else { continue }
+            let target = Swift.min(Swift.max(index, newOffset), top)
+            fresh[target - newOffset] &+= count
+            (low, high) = (Swift.min(low, target), Swift.max(high, target))
         }
-        let keepLow = Swift.max(minIndex, newOffset)
-        if length == counts.count {
-            // In place, without allocating: this is the steady state once the array has reached `maxBins`.
-            let shift = offset - newOffset  // new position = old position + shift
-            let writeLow = keepLow - newOffset, writeHigh = maxIndex - newOffset
-            counts.withUnsafeMutableBufferPointer { buffer in
-                if writeLow <= writeHigh {
-                    if shift < 0 {
-                        for q in writeLow...writeHigh { buffer[q] = buffer[q - shift] }
-                    } else if shift > 0 {
-                        for q in stride(from: writeHigh, through: writeLow, by: -1) { buffer[q] = buffer[q - shift] }
-                    }
-                }
-                for q in 0..<Swift.min(Swift.max(writeLow, 0), buffer.count) { buffer[q] = 0 }
-                for q in Swift.max(writeHigh + 1, 0)..<buffer.count { buffer[q] = 0 }
-            }
-        } else {
-            var fresh = [UInt64](repeating: 0, count: length)
-            if keepLow <= maxIndex {
-                for j in keepLow...maxIndex { fresh[j - newOffset] = counts[j - offset] }
-            }
-            counts = fresh
-        }
+        counts = fresh
         offset = newOffset
-        if folded > 0 {
-            counts[0] &+= folded
-            minIndex = newOffset
-        } else {
-            minIndex = keepLow
-        }
+        (minIndex, maxIndex) = (low, high)
     }
 
     /// Adds every bin of `other`. The extreme bins go first so that the array is resized at most twice.
