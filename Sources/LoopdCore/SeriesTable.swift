@@ -417,6 +417,85 @@ public struct SeriesTable: Sendable {
 
     // MARK: Merging
 
+    /// What `merging(_:state:)` keeps from one flush to the next, so that the totals since
+    /// creation of a series (Prometheus' counters and histogram counts) never go down while a
+    /// reader still holds it: when one reader's copy of a series expires, or is created anew,
+    /// while another's goes on, what the old copy counted stays counted.
+    public struct MergeState: Sendable {
+        /// By key: each table's totals of the series at the last merge (nil: not in it).
+        fileprivate var last: [[UInt8]: [Totals?]] = [:]
+        /// By key: the totals of copies that are gone, carried into the merged series.
+        fileprivate var carried: [[UInt8]: Totals] = [:]
+
+        fileprivate struct Totals: Sendable {
+            var total: Double
+            var totalSum: Double
+        }
+
+        /// No series seen yet.
+        public init() {}
+
+        /// The series whose totals are followed.
+        public var count: Int { last.count }
+    }
+
+    /// `merging(_:)`, with the totals of copies that are gone carried over (see `MergeState`);
+    /// `state` is the one the previous merge of the same readers left.
+    public static func merging(_ tables: [SeriesTable], state: inout MergeState) -> SeriesTable {
+        guard tables.count > 1 else { return merging(tables) }
+        var merged = merging(tables)
+        var next = MergeState()
+        next.last.reserveCapacity(merged.count)
+        // Each table's totals by merged series.
+        var perTable = [[MergeState.Totals?]](
+            repeating: [MergeState.Totals?](repeating: nil, count: tables.count), count: merged.count)
+        for (position, table) in tables.enumerated() {
+            for series in 0..<table.count where table.kind(series) != .gauge && table.kind(series) != .set {
+                let (index, _) = merged.find(table.key(series), hash32: table.hashes[series])
+                perTable[index][position] = .init(total: table.total[series], totalSum: table.totalSum[series])
+            }
+        }
+        for index in 0..<merged.count {
+            let kind = merged.kind(index)
+            guard kind != .gauge && kind != .set else { continue }
+            let key = Array(merged.key(index))
+            let now = perTable[index]
+            var carried = state.carried[key] ?? .init(total: 0, totalSum: 0)
+            if let before = state.last[key], before.count == now.count {
+                for (old, new) in zip(before, now) {
+                    // A copy that is gone, or counts less than it did (created anew): what it
+                    // counted stays.
+                    if let old, new == nil || new!.total < old.total {
+                        carried.total += old.total
+                        carried.totalSum += old.totalSum
+                    }
+                }
+            }
+            // Saturating, as merging's sums: never infinite.
+            merged.total[index] = Swift.min(merged.total[index] + carried.total, .greatestFiniteMagnitude)
+            merged.totalSum[index] = Swift.max(
+                Swift.min(merged.totalSum[index] + carried.totalSum, .greatestFiniteMagnitude),
+                -.greatestFiniteMagnitude)
+            next.last[key] = now
+            if carried.total != 0 || carried.totalSum != 0 { next.carried[key] = carried }
+        }
+        state = next
+        return merged
+    }
+
+    /// The merged series of `key`, which `merging` made.
+    private func find(_ key: ArraySlice<UInt8>, hash32: UInt32) -> (Int, Bool) {
+        let hash = key.withUnsafeBytes { StatsDParser.hash($0) }
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            let series = Int(slots[slot])
+            precondition(series >= 0, "SeriesTable.merging: a series missing from the merged table")
+            if hashes[series] == hash32 && self.key(series).elementsEqual(key) { return (series, false) }
+            slot = (slot + 1) & mask
+        }
+    }
+
     /// One table holding the series of `tables`: the intervals of several readers, each with a
     /// table of its own, ended together (`endInterval(expireAfter:)` on each). A series in
     /// several tables is one series in the result:

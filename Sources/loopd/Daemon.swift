@@ -102,6 +102,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     /// Confined to the flush queue (each flush's report is made there, once the readers'
     /// counts are in).
     private var selfMetrics = SelfMetrics()
+    /// The readers' tables' totals from one merge to the next. Confined to the flush queue.
+    private var mergeState = SeriesTable.MergeState()
     private var kernelDropsAtStart: UInt64 = 0
     // Whether a flush is being formatted on the flush queue.
     private var formatting = false
@@ -502,7 +504,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             var daemon = daemon
             daemon.udpKernelDrops = parts.reduce(0) { $0 &+ $1.kernelDrops }
             let counts = parts.dropFirst().reduce(parts[0].counts) { $0 + $1.counts }
-            let table = SeriesTable.merging(parts.map(\.table))
+            let table = SeriesTable.merging(parts.map(\.table), state: &mergeState)
             let metrics = selfMetrics.report(counts, daemon, table: table)
             let flush = Flush(
                 table: table, timestamp: timestamp, intervalSeconds: intervalSeconds, internalMetrics: metrics,

@@ -135,4 +135,36 @@ struct SeriesTableMergeTests {
         let expected: [UInt64] = (0..<fields.count).map { UInt64(101 * ($0 + 1)) }
         #expect(fields == expected)
     }
+
+    @Test func totalsNeverGoDownWhenOneReadersCopyExpiresAndTheOtherGoesOn() throws {
+        let (a, b) = (Ingest(maxLineLength: 1024, maxSeries: 10), Ingest(maxLineLength: 1024, maxSeries: 10))
+        var state = SeriesTable.MergeState()
+        func merged() -> Flush {
+            let table = SeriesTable.merging(
+                [a.endInterval(expireAfter: 2), b.endInterval(expireAfter: 2)], state: &state)
+            return Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        }
+        func total(_ flush: Flush, _ name: String) -> Double? {
+            flush.summaries().first { flush.name($0.series).elementsEqual(name.utf8) }?.total
+        }
+        feed(a, "c:5|c\nt:10|ms\n")
+        feed(b, "c:3|c\nt:20|ms\n")
+        #expect(total(merged(), "c") == 8)
+        // Only b goes on: a's copy expires after two intervals without a line.
+        var (totals, counts) = ([Double](), [Double]())
+        for _ in 0..<4 {
+            feed(b, "c:1|c\nt:1|ms\n")
+            let flush = merged()
+            totals.append(try #require(total(flush, "c")))
+            counts.append(try #require(total(flush, "t")))
+        }
+        #expect(totals == [9, 10, 11, 12], "a's 5 stays counted after its copy expired")
+        #expect(counts == [3, 4, 5, 6], "a histogram's count, too")
+        #expect(state.count == 2)
+        // Gone from both: the series, and what was carried for it, go.
+        for _ in 0..<3 { _ = merged() }
+        #expect(state.count == 0)
+        feed(a, "c:2|c\n")
+        #expect(total(merged(), "c") == 2, "created anew, from zero")
+    }
 }
