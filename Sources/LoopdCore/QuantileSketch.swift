@@ -299,17 +299,36 @@ struct BinStore: Sendable {
         let hi = isEmpty ? index : Swift.max(index, maxIndex)
         let newOffset: Int
         let newLength: Int
+        // When the window moves, the values gathered at the edge it leaves were beyond it, where
+        // the window goes: they go with the new value rather than to the far end.
+        var carried: UInt64 = 0
         if hi - lo + 1 > maxBins {
             newLength = maxBins
             isCollapsed = true
+            // Where the window may go: with the new value in its middle (room for the values
+            // around it), or at its edge (the least move); it goes to the first whose folded
+            // bins hold no more than what has gathered at the edge.
+            // (The edge's own count is what gathered beyond it: it is not counted as folded.)
             if index > maxIndex {
-                let movedUp = index - maxBins + 1
-                let folded = count(belowIndex: movedUp, includingIndex: false)
-                newOffset = folded <= count(at: minIndex + maxBins - 1) &+ n ? movedUp : minIndex
+                let edgeIndex = minIndex + maxBins - 1
+                let edge = count(at: edgeIndex)
+                newOffset =
+                    [index - maxBins / 2, index - maxBins + 1].first { offset in
+                        let folded = count(belowIndex: offset, includingIndex: false)
+                        return (edgeIndex < offset ? folded - edge : folded) <= edge + n
+                    } ?? minIndex
+                if newOffset != minIndex && edgeIndex < newOffset { carried = takeCount(at: edgeIndex) }
             } else {
-                let movedDown = index
-                let folded = count(aboveIndex: index + maxBins - 1, includingIndex: false)
-                newOffset = folded <= count(at: maxIndex - maxBins + 1) &+ n ? movedDown : maxIndex - maxBins + 1
+                let edgeIndex = maxIndex - maxBins + 1
+                let edge = count(at: edgeIndex)
+                newOffset =
+                    [index - maxBins / 2, index].first { offset in
+                        let folded = count(aboveIndex: offset + maxBins - 1, includingIndex: false)
+                        return (edgeIndex > offset + maxBins - 1 ? folded - edge : folded) <= edge + n
+                    } ?? maxIndex - maxBins + 1
+                if newOffset != maxIndex - maxBins + 1 && edgeIndex > newOffset + maxBins - 1 {
+                    carried = takeCount(at: edgeIndex)
+                }
             }
         } else {
             let needed = hi - lo + 1
@@ -324,9 +343,17 @@ struct BinStore: Sendable {
         }
         relayout(offset: newOffset, length: newLength)
         let target = Swift.min(Swift.max(index, newOffset), newOffset + newLength - 1)
-        counts[target - newOffset] &+= n
+        counts[target - newOffset] &+= n &+ carried
         if target < minIndex { minIndex = target }
         if target > maxIndex { maxIndex = target }
+    }
+
+    /// Empties bin `index` and returns what it held.
+    private mutating func takeCount(at index: Int) -> UInt64 {
+        let position = index - offset
+        guard position >= 0 && position < counts.count else { return 0 }
+        defer { counts[position] = 0 }
+        return counts[position]
     }
 
     /// The count of bin `index` (0 outside the array).

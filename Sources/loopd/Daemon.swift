@@ -618,10 +618,18 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
 
     /// Reads what the UDP socket's buffer still holds, without waiting.
     private func drainUDP() {
-        let drained = udp.drain { bytes, truncated in ingest.ingest(datagram: bytes, truncated: truncated) }
+        let drained = udp.drain(limit: Self.drainLimit(udp.receiveBufferSize)) { bytes, truncated in
+            ingest.ingest(datagram: bytes, truncated: truncated)
+        }
         if drained > 0 { logger.debug("read \(drained) datagrams left in the UDP buffer") }
         _ = kernelDrops()  // The final flush reports drops up to the close.
     }
+
+    /// The most datagrams read from a UDP socket at SIGTERM: more than its receive buffer can
+    /// hold (the kernel charges a datagram at least 256 bytes of it), so that what it held at
+    /// the signal is read, and no more: senders that keep sending at full blast would otherwise
+    /// keep the drain going, and the exit with it.
+    static func drainLimit(_ receiveBufferSize: Int) -> Int { max(1024, receiveBufferSize / 256) }
 
     /// The datagrams the kernel dropped on the UDP socket since it was opened (0 if the kernel
     /// does not say). Once the socket is closed, the last count read (`drainUDP` reads it just

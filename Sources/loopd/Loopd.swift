@@ -190,6 +190,9 @@ struct Loopd: ParsableCommand {
     // `--config <(…)` or a FIFO cannot be read twice).
 
     func run() throws {
+        // Until the loop handles SIGHUP, an early one (a reload while loopd starts) would end
+        // the process: it is ignored until then.
+        signal(SIGHUP, SIG_IGN)
         let settings: Settings
         do {
             settings = try Settings.resolve(flags, configPath: config)

@@ -94,7 +94,9 @@ final class Reader: @unchecked Sendable {  // Confined to `loop`, but for the co
         _ = loop.execute { [self] in
             run?.dispose()
             run = nil
-            _ = udp.drain { bytes, truncated in ingest.ingest(datagram: bytes, truncated: truncated) }
+            _ = udp.drain(limit: Daemon.drainLimit(udp.receiveBufferSize)) { bytes, truncated in
+                ingest.ingest(datagram: bytes, truncated: truncated)
+            }
             if let drops = udp.kernelDrops { latestKernelDrops = drops }
             udp.close()
         }

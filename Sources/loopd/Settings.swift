@@ -42,8 +42,25 @@ struct Settings {
         var readers: Int?
     }
 
-    /// The cores loopd may run on: the default number of readers, and the most.
-    static var cores: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+    /// The cores loopd may run on (its CPU affinity, as `taskset` or a container's cpuset
+    /// sets it): the default number of readers, and the most.
+    static var cores: Int {
+        // `Cpus_allowed` in /proc/self/status: the affinity mask in hex, 32 bits per group
+        // (Glibc's module does not offer sched_getaffinity).
+        let online = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        guard let file = fopen("/proc/self/status", "r") else { return online }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 4096)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard text.hasPrefix("Cpus_allowed:") else { continue }
+            let count = text.dropFirst("Cpus_allowed:".count).reduce(0) { count, character in
+                count + (character.hexDigitValue?.nonzeroBitCount ?? 0)
+            }
+            return count > 0 ? min(count, online) : online
+        }
+        return online
+    }
 
     /// A setting that cannot be used, naming where it came from and the value.
     struct Problem: Error, CustomStringConvertible {

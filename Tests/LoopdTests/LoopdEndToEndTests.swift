@@ -472,6 +472,9 @@ struct LoopdEndToEndTests {
         let line = try loopd.waitForLog("serving Prometheus metrics at http://")
         let httpPort = Int(line.split(separator: ":").last!.split(separator: "/").first!)!
         let udp = UDPSender(port: loopd.port)
+        // The loop runs (and handles signals) once it has counted a line.
+        udp.send("noise.ready:1|c")
+        try loopd.waitForLines(1)
         var lines = 0.0
         var applied = 0.0
         var refused = 0.0
@@ -524,7 +527,7 @@ struct LoopdEndToEndTests {
         #expect(mapped.values.reduce(0, +) == 4000, "every line counted once, under one rule set or another")
         #expect(mapped.keys.allSatisfy { $0.contains("|#key:k") }, "\(mapped.keys.sorted())")
         #expect(mapped.keys.contains { $0.hasPrefix("first|") } && mapped.keys.contains { $0.hasPrefix("by_post") })
-        #expect(totals.counters["loopd.mapping_dropped_lines"] == 400)
+        #expect(totals.counters["loopd.mapping_dropped_lines"] == 401, "400 and the first line")
         #expect(totals.counters["loopd.config_reloads"] == applied)
         #expect(totals.counters["loopd.config_reloads_refused"] == refused)
         #expect(loopd.log().contains("the config file is refused, the running settings stay: "))
@@ -535,13 +538,16 @@ struct LoopdEndToEndTests {
         let config = try ConfigFolder()
         try config.write("max-series: 1000\npercentiles: [50]\n")
         let loopd = try LoopdProcess(["--config", config.path])
+        // The loop runs (and handles signals) once it has counted a line.
+        UDPSender(port: loopd.port).send("ready:1|c")
+        try loopd.waitForLines(1)
         try config.write("max-series: 2000\npercentiles: [50, 99]\n")
         loopd.signal(SIGHUP)
         let line = try loopd.waitForLog("SIGHUP: applied")
         #expect(line.contains("percentiles 50,99"))
         #expect(line.contains("changed but applied only at a restart: max-series"))
         UDPSender(port: loopd.port).send("t:1|ms")
-        try loopd.waitForLines(1)
+        try loopd.waitForLines(2)
         loopd.signal(SIGTERM)
         let timers = try loopd.flushes().flatMap { $0["timers"] as? [[String: Any]] ?? [] }
         #expect(timers.contains { $0["p99"] != nil }, "the reloaded percentiles")
@@ -573,6 +579,47 @@ struct LoopdEndToEndTests {
         #expect(!loopd.process.isRunning, "not waiting for a writer")
         #expect(loopd.log().contains("\(config.path): not a regular file"))
     }
+
+    @Test func aSIGHUPWhileLoopdStartsDoesNotEndIt() throws {
+        // Sent as soon as loopd says it listens, before its loop handles signals: SIGHUP's
+        // default action ended the process (a `systemctl reload` during the start).
+        for _ in 0..<5 {
+            let loopd = try LoopdProcess()
+            loopd.signal(SIGHUP)
+            UDPSender(port: loopd.port).send("alive:1|c")
+            try loopd.waitForLines(1)
+            #expect(loopd.process.isRunning)
+            #expect(loopd.signal(SIGTERM) < 5 && loopd.process.terminationStatus == 0)
+        }
+    }
+
+    @Test func SIGTERMWhileSendersKeepSendingExitsWithoutWaitingForThemToStop() throws {
+        // Each socket's drain at SIGTERM reads what its buffer held, not what keeps coming: it
+        // went on as long as the senders did.
+        let loopd = try LoopdProcess(["--readers", "\(min(2, Self.cores))"], flushInterval: 0.2)
+        let port = loopd.port
+        let stop = Box(false)
+        let senders = (0..<4).map { _ in
+            Thread {
+                let sender = UDPSender(port: port)
+                let datagram = Array(String(repeating: "blast:1|c\n", count: 20).utf8)
+                let deadline = Date().addingTimeInterval(20)
+                while !stop.value && Date() < deadline { sender.send(datagram) }
+            }
+        }
+        for sender in senders { sender.start() }
+        defer { stop.value = true }
+        try loopd.waitForLines(1000)
+        usleep(300_000)
+        let exit = loopd.signal(SIGTERM)
+        stop.value = true
+        #expect(exit < 12, "exited \(exit) s after SIGTERM, while senders went on for up to 20 s")
+        #expect(loopd.process.terminationStatus == 0)
+        let totals = Totals(try loopd.flushes())
+        #expect(totals.counters["blast"] == totals.counters["loopd.lines_received"], "every line read is counted")
+    }
+
+    static var cores: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
     @Test func aBadConfigFileAtStartIsRefusedNamingTheLine() throws {
         let config = try ConfigFolder()

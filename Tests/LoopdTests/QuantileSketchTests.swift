@@ -122,6 +122,33 @@ struct QuantileSketchTests {
         #expect(sketch.min == sorted.first && sketch.max == sorted.last, "the outlier's exact value is kept")
     }
 
+    @Test func outliersAtBothEndsBeforeTheBulkLeaveItsQuantilesWithinTheBound() {
+        // As a hostile client can: one 1e300 and one 1e-300 first, then latencies.
+        var random = Random(state: 9)
+        var values: [Double] = [1e300, 1e-300]
+        var sketch = QuantileSketch()
+        sketch.add(1e300)
+        sketch.add(1e-300)
+        for _ in 0..<5000 {
+            let value = exp(3 + random.normal())
+            values.append(value)
+            sketch.add(value)
+        }
+        let sorted = values.sorted()
+        // Folded outliers sit at the window's edge: a rank may be off by as many as were folded
+        // on the wrong side (here one, the 1e300 folded below), which in the tail can pass 1 %.
+        for p in [0.01, 0.1, 0.5, 0.9, 0.99] {
+            let rank = Int((Double(sorted.count) * p).rounded(.up))
+            let exact = sorted[rank - 1]
+            let estimate = sketch.quantile(rank: UInt64(rank))
+            let near = (rank - 3...rank + 1).map { sorted[max(0, min(sorted.count - 1, $0))] }
+            #expect(
+                near.contains { abs(estimate - $0) <= Self.alpha * $0 }, "p\(p * 100): \(estimate), exact \(exact)")
+            if p <= 0.9 { #expect(abs(estimate - exact) <= Self.alpha * exact, "p\(p * 100)") }
+        }
+        #expect(sketch.max == 1e300 && sketch.min == 1e-300)
+    }
+
     @Test func aDistributionThatMovesMovesTheWindow() {
         // First 1,000 values around 1e-12, then 9,000 around 1e12: 24 decades apart, more than
         // the span. The window follows the mass once enough has gathered at its edge; the values
