@@ -596,7 +596,10 @@ struct LoopdEndToEndTests {
     @Test func SIGTERMWhileSendersKeepSendingExitsWithoutWaitingForThemToStop() throws {
         // Each socket's drain at SIGTERM reads what its buffer held, not what keeps coming: it
         // went on as long as the senders did.
-        let loopd = try LoopdProcess(["--readers", "\(min(2, Self.cores))"], flushInterval: 0.2)
+        // A 1 MiB buffer: what a drain reads stays small even for a loopd built with a sanitizer,
+        // which reads far slower than senders send.
+        let loopd = try LoopdProcess(
+            ["--readers", "\(min(2, Self.cores))", "--udp-buffer", "\(1 << 20)"], flushInterval: 0.2)
         let port = loopd.port
         let stop = Box(false)
         let senders = (0..<4).map { _ in
@@ -614,6 +617,8 @@ struct LoopdEndToEndTests {
         let exit = loopd.signal(SIGTERM)
         stop.value = true
         #expect(exit < 12, "exited \(exit) s after SIGTERM, while senders went on for up to 20 s")
+        loopd.waitForExit()
+        try #require(!loopd.process.isRunning, "loopd did not exit")
         #expect(loopd.process.terminationStatus == 0)
         let totals = Totals(try loopd.flushes())
         #expect(totals.counters["blast"] == totals.counters["loopd.lines_received"], "every line read is counted")
