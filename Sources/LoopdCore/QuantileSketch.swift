@@ -247,12 +247,6 @@ public struct QuantileSketch: Sendable, Equatable {
         return Double(sign: .plus, exponent: exponent, significand: octaveRepresentatives[offset])
     }
 
-    /// The lower bound of the magnitudes held by bin `index`.
-    static func lowerBound(_ index: Int) -> Double {
-        let (exponent, offset) = split(index)
-        return Double(sign: .plus, exponent: exponent, significand: octaveBounds[offset])
-    }
-
 }
 
 /// Counts per bin index for one sign: a dense array covering bin indices `offset ..< offset + counts.count`.

@@ -443,7 +443,8 @@ public struct SeriesTable: Sendable {
     /// `state` is the one the previous merge of the same readers left.
     public static func merging(_ tables: [SeriesTable], state: inout MergeState) -> SeriesTable {
         guard tables.count > 1 else { return merging(tables) }
-        var merged = merging(tables)
+        let (table, maps) = merge(tables)
+        var merged = table
         var next = MergeState()
         next.last.reserveCapacity(merged.count)
         // Each table's totals by merged series.
@@ -451,8 +452,8 @@ public struct SeriesTable: Sendable {
             repeating: [MergeState.Totals?](repeating: nil, count: tables.count), count: merged.count)
         for (position, table) in tables.enumerated() {
             for series in 0..<table.count where table.kind(series) != .gauge && table.kind(series) != .set {
-                let (index, _) = merged.find(table.key(series), hash32: table.hashes[series])
-                perTable[index][position] = .init(total: table.total[series], totalSum: table.totalSum[series])
+                perTable[Int(maps[position][series])][position] = .init(
+                    total: table.total[series], totalSum: table.totalSum[series])
             }
         }
         for index in 0..<merged.count {
@@ -483,19 +484,6 @@ public struct SeriesTable: Sendable {
         return merged
     }
 
-    /// The merged series of `key`, which `merging` made.
-    private func find(_ key: ArraySlice<UInt8>, hash32: UInt32) -> (Int, Bool) {
-        let hash = key.withUnsafeBytes { StatsDParser.hash($0) }
-        let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: hash) & mask
-        while true {
-            let series = Int(slots[slot])
-            precondition(series >= 0, "SeriesTable.merging: a series missing from the merged table")
-            if hashes[series] == hash32 && self.key(series).elementsEqual(key) { return (series, false) }
-            slot = (slot + 1) & mask
-        }
-    }
-
     /// One table holding the series of `tables`: the intervals of several readers, each with a
     /// table of its own, ended together (`endInterval(expireAfter:)` on each). A series in
     /// several tables is one series in the result:
@@ -515,7 +503,13 @@ public struct SeriesTable: Sendable {
     /// - Precondition: `tables` is not empty, and the tables ended the same number of intervals.
     public static func merging(_ tables: [SeriesTable]) -> SeriesTable {
         precondition(!tables.isEmpty, "SeriesTable.merging(_:): no table")
-        if tables.count == 1 { return tables[0] }
+        return tables.count == 1 ? tables[0] : merge(tables).table
+    }
+
+    /// The merged table, and for each table, the merged index of each of its series.
+    private static func merge(_ tables: [SeriesTable]) -> (table: SeriesTable, maps: [[Int32]]) {
+        var maps = [[Int32]]()
+        maps.reserveCapacity(tables.count)
         var merged = SeriesTable(maxSeries: tables.reduce(0) { $0 + $1.maxSeries })
         merged.interval = tables[0].interval
         merged.optionSets = tables[0].optionSets
@@ -541,8 +535,9 @@ public struct SeriesTable: Sendable {
                 merged.setMembers[mapped[Int(series)], default: []].formUnion(members)
             }
             merged.negativeCounterValues &+= table.negativeCounterValues
+            maps.append(mapped)
         }
-        return merged
+        return (merged, maps)
     }
 
     /// The series of `key` (whose stored hash is `hash32`), inserted if new. The index must

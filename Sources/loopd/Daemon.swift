@@ -275,21 +275,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         intervalStart = DispatchTime.now().uptimeNanoseconds
 
         let maxLine = configuration.maxLine
-        if logger.logLevel <= .debug {
-            let logger = self.logger
-            ingest.onBadLine = { reason, line in
-                logger.debug("bad line (\(reason)): \(Self.printable(line))")
-            }
-        }
-        ingest.onTableFull = { [logger, maxSeries = configuration.maxSeries] line in
-            logger.warning(
-                "--max-series \(maxSeries) reached: dropping lines for new series (this interval, first: \(Self.printable(line)))"
-            )
-        }
-
-        for reader in readers {
-            reader.start(logger: logger, logBadLine: logger.logLevel <= .debug, maxSeries: configuration.maxSeries)
-        }
+        Self.log(ingest, to: logger, maxSeries: configuration.maxSeries, reader: "")
+        for reader in readers { reader.start(logger: logger, maxSeries: configuration.maxSeries) }
         inputs += udp.datagrams.start { [self] event in
             switch event {
             case let .value(datagram):
@@ -640,6 +627,19 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     }
 
     // MARK: Helpers
+
+    /// Logs `ingest`'s bad lines (at debug level, if enabled) and its full table to `logger`;
+    /// `reader` names the reader in the table's warning.
+    static func log(_ ingest: Ingest, to logger: Logger, maxSeries: Int, reader: String) {
+        if logger.logLevel <= .debug {
+            ingest.onBadLine = { reason, line in logger.debug("bad line (\(reason)): \(printable(line))") }
+        }
+        ingest.onTableFull = { line in
+            logger.warning(
+                "--max-series \(maxSeries) reached\(reader): dropping lines for new series (this interval, first: \(printable(line)))"
+            )
+        }
+    }
 
     static func printable(_ line: UnsafeRawBufferPointer) -> String {
         var text = String(decoding: line.prefix(200), as: UTF8.self)

@@ -39,18 +39,9 @@ final class Reader: @unchecked Sendable {  // Confined to `loop`, but for the co
     }
 
     /// Starts reading, with the daemon's logging of bad lines and a full table.
-    func start(logger: Logger, logBadLine: Bool, maxSeries: Int) {
+    func start(logger: Logger, maxSeries: Int) {
         _ = loop.execute { [self] in
-            if logBadLine {
-                ingest.onBadLine = { reason, line in
-                    logger.debug("bad line (\(reason)): \(Daemon.printable(line))")
-                }
-            }
-            ingest.onTableFull = { line in
-                logger.warning(
-                    "--max-series \(maxSeries) reached on a reader: dropping lines for new series (this interval, first: \(Daemon.printable(line)))"
-                )
-            }
+            Daemon.log(ingest, to: logger, maxSeries: maxSeries, reader: " on a reader")
             run = udp.datagrams.start { [self] event in
                 switch event {
                 case let .value(datagram):
