@@ -240,7 +240,7 @@ final class _SendRequest: @unchecked Sendable {  // Handed to the loop thread on
     private let request: UnsafeMutableRawPointer
     /// The connection whose queued bytes count this request, once libuv has taken it: told when
     /// it finishes, before the completion (no closure, so no allocation per write). Loop thread.
-    weak var queuedOn: TCPConnection?
+    weak var queuedOn: _StreamCore?
 
     init(_ source: some Sequence<UInt8>, _ completion: ((UVError?) -> Void)?) {
         let array = Array(source)

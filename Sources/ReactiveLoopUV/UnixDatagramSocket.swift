@@ -31,8 +31,8 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
     public let path: String
 
     var handle: UnsafeMutablePointer<uv_handle_t>?
-    /// The socket file's device and inode: the file closing removes, if it is still this one.
-    private var file: (dev_t, ino_t) = (0, 0)
+    /// The socket file, which closing removes if the path still names it.
+    private let file: _UnixSocketFile
     /// The poll handle, until the socket starts closing.
     private var watching: UnsafeMutablePointer<uv_poll_t>?
     private var descriptor: Int32
@@ -57,40 +57,8 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
         self.loop = loop
         self.path = path
         let operation = "UnixDatagramSocket(boundTo: \"\(path)\")"
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path), !bytes.contains(0) else {
-            throw UVError(code: Int32(UV_ENAMETOOLONG.rawValue), operation: "\(operation): not a usable socket path")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        try Self.removeStale(path, address, operation)
-        let fd = socket(
-            AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw UVError(code: -errno, operation: "\(operation): socket") }
-        func fail(_ what: String) -> UVError {
-            let error = UVError(code: -errno, operation: "\(operation): \(what)")
-            Glibc.close(fd)
-            return error
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0 else { throw fail("bind") }
-        guard chmod(path, mode_t(mode)) == 0 else {
-            let error = fail("chmod \(String(mode, radix: 8))")
-            unlink(path)
-            throw error
-        }
-        var created = stat()
-        guard lstat(path, &created) == 0 else {
-            let error = fail("lstat")
-            unlink(path)
-            throw error
-        }
-        file = (created.st_dev, created.st_ino)
+        let (fd, file) = try _UnixSocketFile.bind(path, type: Int32(SOCK_DGRAM.rawValue), mode: mode, operation)
+        self.file = file
         descriptor = fd
         do throws(UVError) {
             try loop.performSync { () throws(UVError) in
@@ -100,7 +68,7 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
             }
         } catch {
             Glibc.close(fd)
-            unlink(path)
+            file.remove()
             throw error
         }
     }
@@ -108,32 +76,6 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
     // The descriptor is closed (and the file removed) as the handle starts closing; see
     // `handleWillClose`.
     deinit { closeOrphanedHandle() }
-
-    /// Removes a socket file nobody listens on; throws for a live socket or another file.
-    private static func removeStale(_ path: String, _ address: sockaddr_un, _ operation: String) throws(UVError) {
-        var status = stat()
-        guard lstat(path, &status) == 0 else { return }  // Nothing there.
-        guard status.st_mode & S_IFMT == S_IFSOCK else {
-            throw UVError(
-                code: Int32(UV_EEXIST.rawValue), operation: "\(operation): a file that is not a socket is there")
-        }
-        // A socket someone listens on accepts a datagram; one left by a process that is gone
-        // refuses it (ECONNREFUSED).
-        let probe = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        defer { Glibc.close(probe) }
-        var address = address
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        // Only a refusal says nobody is there: any other answer (a stream socket's EPROTOTYPE,
-        // a socket this user may not write to, EACCES) is a socket someone may be using.
-        if connected == 0 || errno != ECONNREFUSED {
-            throw UVError(code: Int32(UV_EADDRINUSE.rawValue), operation: "\(operation): a socket in use is there")
-        }
-        unlink(path)
-    }
 
     /// The datagrams received, on the loop thread, from when the producer is started until its
     /// run is disposed (one run at a time; a second concurrent start fails with `EALREADY`).
@@ -186,10 +128,7 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
         if descriptor >= 0 {
             Glibc.close(descriptor)
             descriptor = -1
-            // Only this socket's file: another may have taken the path since (the file removed
-            // and replaced), and it is not this socket's to remove.
-            var now = stat()
-            if lstat(path, &now) == 0 && now.st_dev == file.0 && now.st_ino == file.1 { unlink(path) }
+            file.remove()
         }
     }
 

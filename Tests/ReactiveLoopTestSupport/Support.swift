@@ -75,15 +75,22 @@ extension Thread {
     }
 }
 
-/// Leaves a Unix datagram socket file at `path` that nobody listens on, as a process that was
-/// killed leaves it.
-public func leaveStaleUnixSocket(at path: String) {
-    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+/// A Unix socket of `type` (`SOCK_DGRAM`, `SOCK_STREAM`) bound to `path`, listening if it is a
+/// stream socket: its descriptor, which the caller closes.
+public func bindUnixSocket(at path: String, type: __socket_type) -> Int32 {
+    let fd = socket(AF_UNIX, Int32(type.rawValue), 0)
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
     _ = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
-    close(fd)
+    if type == SOCK_STREAM { listen(fd, 4) }
+    return fd
+}
+
+/// Leaves a Unix socket file of `type` at `path` that nobody listens on, as a process that was
+/// killed leaves it.
+public func leaveStaleUnixSocket(at path: String, type: __socket_type = SOCK_DGRAM) {
+    close(bindUnixSocket(at: path, type: type))
 }

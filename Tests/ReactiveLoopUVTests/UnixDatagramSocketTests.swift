@@ -91,16 +91,7 @@ struct UnixDatagramSocketTests {
             first.close()
             #expect(eventually { access(path, F_OK) != 0 })
             // A stream socket someone listens on is in use too, whatever its kind.
-            let listener = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-            _ = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            listen(listener, 4)
+            let listener = bindUnixSocket(at: path, type: SOCK_STREAM)
             do throws(UVError) {
                 _ = try UnixDatagramSocket(boundTo: path, on: loop)
                 Issue.record("a listening stream socket was taken over")
