@@ -35,7 +35,8 @@ struct ConfigFile {
     /// The top-level keys a file may have, besides `mappings`.
     static let keys: Set<String> = [
         "host", "port", "udp-buffer", "max-line", "flush-interval", "output", "graphite", "prometheus",
-        "prometheus-timers", "prometheus-buckets", "unix-socket", "unix-socket-mode", "max-series", "expire-after",
+        "prometheus-timers", "prometheus-buckets", "unix-socket", "unix-stream", "unix-socket-mode", "max-series",
+        "expire-after",
         "tcp-idle-timeout", "graphite-max-queued", "log-level", "percentiles", "prefix", "prefix-counter",
         "prefix-gauge", "prefix-timer", "prefix-histogram", "prefix-set", "tags", "graphite-layout", "readers",
     ]

@@ -40,6 +40,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var prometheusTimers = PrometheusOptions.Timers.histogram
         var prometheusBuckets = PrometheusOptions.defaultBuckets
         var unixSocket: String?
+        /// `--unix-stream`: a Unix stream socket, read line by line as TCP connections are.
+        var unixStream: String?
         var unixSocketMode: UInt32 = 0o660
         var percentiles: [Double] = Settings.defaultPercentiles
         /// The mapping rules and the namespace; nil: lines are recorded as they come.
@@ -49,9 +51,13 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var readers = 1
     }
 
-    /// The most TCP clients connected at once; one beyond it is disconnected at once and
-    /// counted (`loopd.tcp_connections_refused`).
+    /// The most TCP and Unix stream clients connected at once; one beyond it is disconnected at
+    /// once and counted (`loopd.tcp_connections_refused`).
     static let maxTCPConnections = 4096
+
+    /// The longest DogStatsD frame a Unix stream client may send, in bytes (as the longest UDP
+    /// datagram); a longer one disconnects it and counts as a line too long.
+    static let maxFrame = 65536
 
     /// A failure to start, naming the flag and the value.
     struct StartupError: Error, CustomStringConvertible {
@@ -79,6 +85,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     /// `--unix-socket`: a Unix datagram socket, read as the UDP socket is.
     let unix: UnixDatagramSocket?
     let tcp: TCPListener
+    /// `--unix-stream`: a Unix stream socket, whose connections are read as TCP ones are.
+    let unixStream: UnixStreamListener?
     /// The readers beyond the first (which is `udp`, on `loop`), and their loops.
     let readers: [Reader]
     private let readerLoops: EventLoopGroup?
@@ -95,7 +103,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     // Confined to the loop thread.
     private let ingest: Ingest
     private let inputs = CompositeDisposable()
-    private var connections: [ObjectIdentifier: TCPConnection] = [:]
+    private var connections: [ObjectIdentifier: any StreamConnection] = [:]
     private var stopping = false
     private var exiting = false
     private var flushTimer: (any Disposable)?
@@ -166,6 +174,18 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         } else {
             unix = nil
         }
+        if let path = configuration.unixStream {
+            do {
+                unixStream = try UnixStreamListener(boundTo: path, on: loop, mode: configuration.unixSocketMode)
+            } catch {
+                udp.close()
+                tcp.close()
+                unix?.close()
+                throw StartupError(description: "--unix-stream \(path): cannot listen there: \(error.message)")
+            }
+        } else {
+            unixStream = nil
+        }
         if let address = configuration.prometheus {
             do {
                 prometheus = try PrometheusEndpoint(at: address, on: loop, scheduler: scheduler, logger: logger)
@@ -173,6 +193,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
                 udp.close()
                 tcp.close()
                 unix?.close()
+                unixStream?.close()
                 throw StartupError(description: "--prometheus \(address): cannot listen there: \(error.message)")
             }
         } else {
@@ -298,9 +319,29 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         }
         inputs += tcp.connections.start { [self] event in
             switch event {
-            case let .value(connection): accept(connection, maxLine: maxLine)
+            case let .value(connection):
+                accept(connection, from: "TCP client \(connection.remoteAddress)") {
+                    connection.lineBytes(maxLength: maxLine, unterminatedTail: $0).map(StreamRecord.line)
+                }
             case let .failed(error): logger.error("TCP accept failed: \(error)")
             default: break
+            }
+        }
+        if let unixStream {
+            logger.info("receiving on the Unix stream socket \(unixStream.path)")
+            var clients = 0
+            inputs += unixStream.connections.start { [self] event in
+                switch event {
+                case let .value(connection):
+                    // Unix stream clients have no address: a number tells them apart in the log.
+                    clients += 1
+                    accept(connection, from: "Unix stream client \(clients) at \(unixStream.path)") {
+                        connection.bytes.statsDRecords(
+                            maxLine: maxLine, maxFrame: Self.maxFrame, unterminatedTail: $0)
+                    }
+                case let .failed(error): logger.error("Unix stream accept failed: \(error)")
+                default: break
+                }
             }
         }
         let interval = DispatchTimeInterval.nanoseconds(Int(configuration.flushInterval * 1e9))
@@ -312,7 +353,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
                 "NOTIFY_SOCKET names no socket loopd can use (an absolute path or @name): not notifying systemd")
         }
         if let systemd {
-            let receiving = [udp.localAddress.description] + (unix.map { [$0.path] } ?? [])
+            let receiving =
+                [udp.localAddress.description] + (unix.map { [$0.path] } ?? [])
+                + (unixStream.map { [$0.path] } ?? [])
             if !systemd.notify(
                 "READY=1\nSTATUS=receiving on \(receiving.joined(separator: " and "))\nMAINPID=\(getpid())")
             {
@@ -371,6 +414,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         compare("prometheus-timers", old.prometheusTimers, new.prometheusTimers)
         compare("prometheus-buckets", old.prometheusBuckets, new.prometheusBuckets)
         compare("unix-socket", old.unixSocket, new.unixSocket)
+        compare("unix-stream", old.unixStream, new.unixStream)
         compare("unix-socket-mode", old.unixSocketMode, new.unixSocketMode)
         compare("max-series", old.maxSeries, new.maxSeries)
         compare("tcp-idle-timeout", old.tcpIdleTimeout, new.tcpIdleTimeout)
@@ -397,12 +441,18 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
     }
 
-    private func accept(_ connection: TCPConnection, maxLine: Int) {
+    /// Reads what `connection` sends into the table until it ends: `records`, given what to do
+    /// with an unfinished last record, makes the records of its bytes. `peer` names it in the
+    /// log.
+    private func accept(
+        _ connection: any StreamConnection, from peer: String,
+        records: (@escaping (ReceivedBytes) -> Void) -> SignalProducer<StreamRecord, UVError>
+    ) {
         guard connections.count < Self.maxTCPConnections else {
             refusedConnections += 1
             if refusedConnections == 1 || refusedConnections.isMultiple(of: 1000) {
                 logger.warning(
-                    "\(Self.maxTCPConnections) TCP clients connected: disconnecting new ones (\(refusedConnections) so far)"
+                    "\(Self.maxTCPConnections) TCP and Unix stream clients connected: disconnecting new ones (\(refusedConnections) so far)"
                 )
             }
             return connection.close()
@@ -410,7 +460,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         if configuration.tcpIdleTimeout > 0 { connection.setLimits(.init(idleTimeout: configuration.tcpIdleTimeout)) }
         let id = ObjectIdentifier(connection)
         connections[id] = connection
-        logger.debug("TCP connection from \(connection.remoteAddress)")
+        logger.debug("\(peer) connected")
         // The run's entry in `inputs` goes when the connection ends, so that short-lived
         // connections do not pile up there.
         var entry: (any Disposable)?
@@ -424,17 +474,19 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         let unterminated = { [self] (tail: ReceivedBytes) in
             tail.withUnsafeBytes { ingest.reject(.unterminated, $0) }
         }
-        let run = connection.lineBytes(maxLength: maxLine, unterminatedTail: unterminated).start { [self] event in
+        let run = records(unterminated).start { [self] event in
             switch event {
-            case let .value(line): line.withUnsafeBytes { ingest.ingest(line: $0) }
+            case let .value(.line(line)): line.withUnsafeBytes { ingest.ingest(line: $0) }
+            case let .value(.frame(payload)): ingest.ingest(datagram: payload, truncated: false)
             case let .failed(error):
                 if error.code == -EMSGSIZE {
                     ingest.reject(.tooLong, UnsafeRawBufferPointer(start: nil, count: 0))
-                    logger.warning(
-                        "closing the TCP connection from \(connection.remoteAddress): a line longer than --max-line \(maxLine) bytes"
-                    )
+                    let what =
+                        error.operation.hasPrefix("a DogStatsD frame")
+                        ? error.operation : "a line longer than --max-line \(configuration.maxLine) bytes"
+                    logger.warning("disconnecting \(peer): \(what)")
                 } else {
-                    logger.info("TCP connection from \(connection.remoteAddress) failed: \(error)")
+                    logger.info("\(peer) failed: \(error)")
                 }
                 connection.close()
                 ended()
@@ -473,7 +525,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var daemon = SelfMetrics.Daemon()
         daemon.outputDroppedFlushes = output.output.droppedFlushes.load(ordering: .relaxed)
         daemon.skippedFlushes = skippedFlushes
-        daemon.tcpConnectionsRefused = refusedConnections &+ UInt64(tcp.acceptFailures)
+        daemon.tcpConnectionsRefused =
+            refusedConnections &+ UInt64(tcp.acceptFailures) &+ UInt64(unixStream?.acceptFailures ?? 0)
         daemon.flushDurationSeconds = Double(lastFlushNanoseconds.load(ordering: .relaxed)) / 1e9
         if let prometheus {
             daemon.prometheus = (
@@ -559,6 +612,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         systemd?.notify("STOPPING=1\nSTATUS=\(name): final flush")
         logger.info("\(name): final flush, then exit")
         tcp.close()
+        unixStream?.close()
         prometheus?.close()
         _ = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.1)) { [self] in
             inputs.dispose()

@@ -16,7 +16,7 @@ struct Loopd: ParsableCommand {
         commandName: "loopd",
         abstract: "A StatsD and DogStatsD metrics daemon on a ReactiveLoop event loop.",
         discussion: """
-            Receives StatsD lines over UDP and TCP (and a Unix datagram socket with --unix-socket), aggregates them, and every --flush-interval \
+            Receives StatsD lines over UDP and TCP (and Unix sockets with --unix-socket and --unix-stream), aggregates them, and every --flush-interval \
             seconds writes a JSON line per flush (--output), sends Graphite plaintext \
             (--graphite) and serves Prometheus' text format (--prometheus). Settings come from the flags and, with --config, a YAML file, \
             which also holds mapping rules. SIGTERM or SIGINT: final flush and exit 0. SIGHUP: \
@@ -142,8 +142,15 @@ struct Loopd: ParsableCommand {
     var unixSocket: String?
 
     @Option(
+        name: .customLong("unix-stream"),
+        help:
+            "A Unix stream socket to receive lines on too, as over TCP (a stale socket file is replaced; the file is removed at exit)."
+    )
+    var unixStream: String?
+
+    @Option(
         name: .customLong("unix-socket-mode"), parsing: .unconditional,
-        help: "The --unix-socket file's permissions, in octal. Default: 660.")
+        help: "The --unix-socket and --unix-stream files' permissions, in octal. Default: 660.")
     var unixSocketMode: String?
 
     @Option(
@@ -179,7 +186,7 @@ struct Loopd: ParsableCommand {
             host: host, port: port, udpBuffer: udpBuffer, maxLine: maxLine, flushInterval: flushInterval,
             output: output, graphite: graphite, prometheus: prometheus, prometheusTimers: prometheusTimers,
             prometheusBuckets: prometheusBuckets, percentiles: percentiles, unixSocket: unixSocket,
-            unixSocketMode: unixSocketMode, maxSeries: maxSeries, expireAfter: expireAfter,
+            unixStream: unixStream, unixSocketMode: unixSocketMode, maxSeries: maxSeries, expireAfter: expireAfter,
             tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued, logLevel: logLevel, prefix: prefix,
             prefixCounter: prefixCounter, prefixGauge: prefixGauge, prefixTimer: prefixTimer,
             prefixHistogram: prefixHistogram, prefixSet: prefixSet, tags: tag.isEmpty ? nil : tag,

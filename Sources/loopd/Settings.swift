@@ -25,6 +25,7 @@ struct Settings {
         var prometheusBuckets: String?
         var percentiles: String?
         var unixSocket: String?
+        var unixStream: String?
         var unixSocketMode: String?
         var maxSeries: Int?
         var expireAfter: Int?
@@ -137,6 +138,8 @@ struct Settings {
         let prometheusTimers = flags.prometheusTimers ?? prometheusTimersFile ?? "histogram"
         let unixSocketFile = try file?.string("unix-socket")
         let unixSocket = flags.unixSocket ?? unixSocketFile
+        let unixStreamFile = try file?.string("unix-stream")
+        let unixStream = flags.unixStream ?? unixStreamFile
         let unixSocketModeFile = try file?.string("unix-socket-mode")
         let unixSocketMode = flags.unixSocketMode ?? unixSocketModeFile ?? "660"
         let maxSeriesFile = try file?.int("max-series")
@@ -237,6 +240,15 @@ struct Settings {
         try check(
             unixSocket?.isEmpty != true,
             "\(origin("unix-socket", flag: flags.unixSocket)) must be a path, got an empty string")
+        try check(
+            unixStream?.isEmpty != true,
+            "\(origin("unix-stream", flag: flags.unixStream)) must be a path, got an empty string")
+        if let unixSocket, unixSocket == unixStream {
+            throw Problem(
+                description:
+                    "\(origin("unix-stream", flag: flags.unixStream)) must differ from \(origin("unix-socket", flag: flags.unixSocket)): both are \(unixSocket)"
+            )
+        }
 
         let bucketsFile = try file?.numbers("prometheus-buckets")
         let percentilesFile = try file?.numbers("percentiles")
@@ -293,7 +305,7 @@ struct Settings {
                 maxSeries: maxSeries, expireAfter: UInt32(expireAfter),
                 tcpIdleTimeout: tcpIdleTimeout, graphiteMaxQueued: graphiteMaxQueued,
                 prometheusTimers: timers, prometheusBuckets: buckets, unixSocket: unixSocket,
-                unixSocketMode: mode, percentiles: percentiles,
+                unixStream: unixStream, unixSocketMode: mode, percentiles: percentiles,
                 mapper: mapper.isIdentity ? nil : mapper, graphiteLayout: layout, readers: readers)
         } catch {
             throw Problem(description: "\(error)")

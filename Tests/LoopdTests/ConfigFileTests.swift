@@ -38,6 +38,7 @@ struct ConfigFileTests {
             prometheus-buckets: [0.1, 1, 10]
             percentiles: [50, 99.9]
             unix-socket: /run/loopd.sock
+            unix-stream: /run/loopd-stream.sock
             unix-socket-mode: "600"
             max-series: 5000
             expire-after: 3
@@ -68,6 +69,7 @@ struct ConfigFileTests {
         #expect(configuration.prometheusTimers == .summary && configuration.prometheusBuckets == [0.1, 1, 10])
         #expect(configuration.percentiles == [50, 99.9])
         #expect(configuration.unixSocket == "/run/loopd.sock" && configuration.unixSocketMode == 0o600)
+        #expect(configuration.unixStream == "/run/loopd-stream.sock")
         #expect(configuration.maxSeries == 5000 && configuration.expireAfter == 3)
         #expect(configuration.tcpIdleTimeout == 30 && configuration.graphiteMaxQueued == 2048)
         #expect(settings.logLevel == .debug)
@@ -80,7 +82,7 @@ struct ConfigFileTests {
         #expect(configuration.graphiteLayout == .etsy)
         #expect(configuration.readers == 1)
         // Every key the file may have was set above.
-        #expect(ConfigFile.keys.count == 27)
+        #expect(ConfigFile.keys.count == 28)
     }
 
     @Test func flagsOverrideTheFileAndTheFileTheDefaults() throws {
@@ -117,6 +119,11 @@ struct ConfigFileTests {
         ("graphite: nohost\n", "loopd.yaml:1: graphite nohost: expected host:port"),
         ("host: example.com\n", "loopd.yaml:1: host example.com: not a numeric"),
         ("unix-socket-mode: 999\n", "loopd.yaml:1: unix-socket-mode must be octal permissions"),
+        ("unix-stream: ''\n", "loopd.yaml:1: unix-stream must be a path, got an empty string"),
+        (
+            "unix-socket: /run/a\nunix-stream: /run/a\n",
+            "loopd.yaml:2: unix-stream must differ from loopd.yaml:1: unix-socket: both are /run/a"
+        ),
         ("mappings: {}\n", "loopd.yaml:1: mappings: expected a list of rules"),
         ("prefix: loopd\n", "loopd.yaml:1: prefix would make every name one of loopd's own"),
         ("prefix-timer: a:b\n", "loopd.yaml:1: prefix-timer must not contain ':'"),

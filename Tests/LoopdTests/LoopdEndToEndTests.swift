@@ -316,6 +316,62 @@ struct LoopdEndToEndTests {
         #expect(access(path, F_OK) != 0, "the socket file is removed at exit")
     }
 
+    @Test func aUnixStreamSocketTakesLinesAndDogStatsDFramesExactlyThroughSIGTERM() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "loopd-uss-\(UUID().uuidString.prefix(8))"
+        ).path
+        defer { unlink(path) }
+        leaveStaleUnixSocket(at: path, type: SOCK_STREAM)
+        // The same path for both Unix sockets is refused before anything is opened.
+        let clash = try LoopdProcess(["--unix-socket", path, "--unix-stream", path], waitForListening: false)
+        clash.waitForExit()
+        #expect(clash.process.terminationStatus != 0)
+        #expect(clash.log().contains("--unix-stream must differ from --unix-socket"))
+        let loopd = try LoopdProcess(["--unix-stream", path, "--unix-socket-mode", "600"])
+        try loopd.waitForLog("receiving on the Unix stream socket \(path)")
+        var status = stat()
+        #expect(lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK && status.st_mode & 0o777 == 0o600)
+        /// Writes `bytes` to a new client in pieces of 1 to 7 bytes, then closes it.
+        func send(_ bytes: [UInt8], pieces: Bool = true) {
+            let fd = connectUnixStream(to: path)
+            #expect(fd >= 0)
+            var offset = 0
+            while offset < bytes.count {
+                let count = pieces ? min(bytes.count - offset, 1 + offset % 7) : bytes.count - offset
+                let written = bytes[offset..<offset + count].withUnsafeBytes { write(fd, $0.baseAddress, count) }
+                if written <= 0 { break }
+                offset += written
+            }
+            close(fd)
+        }
+        func frame(_ text: String) -> [UInt8] {
+            let payload = Array(text.utf8)
+            let count = UInt32(payload.count)
+            return [UInt8(count & 0xff), UInt8(count >> 8 & 0xff), UInt8(count >> 16 & 0xff), UInt8(count >> 24)]
+                + payload
+        }
+        // DogStatsD clients: 4 × 50 frames of two lines, the last line of each not ended.
+        for _ in 0..<4 { send((0..<50).flatMap { _ in frame("us.frames:1|c\nus.t:5|ms|#via:frame") }) }
+        // Line clients: one ends every line, one leaves its last line unended (lost, counted).
+        send(Array(String(repeating: "us.lines:1|c\n", count: 100).utf8))
+        send(Array((String(repeating: "us.lines:1|c\n", count: 99) + "us.lines:1|c").utf8))
+        // A frame longer than loopd takes: the client is disconnected after its first frame.
+        send(frame("us.frames:1|c") + [0x70, 0x11, 0x01, 0x00] + Array(repeating: 65, count: 1000), pieces: false)
+        // Fewer than 4 bytes, then the end: an unended line.
+        send(Array("ab".utf8))
+        // 400 framed lines + 1, 199 lines, and 3 bad ones.
+        try loopd.waitForLines(400 + 1 + 199 + 3)
+        #expect(loopd.signal(SIGTERM) < 5)
+        #expect(loopd.process.terminationStatus == 0)
+        let totals = Totals(try loopd.flushes())
+        #expect(totals.counters["us.frames"] == 201)
+        #expect(totals.timerCounts["us.t|#via:frame"] == 200)
+        #expect(totals.counters["us.lines"] == 199)
+        #expect(totals.counters["loopd.bad_lines"] == 3)
+        #expect(loopd.log().contains("a DogStatsD frame of 70000 bytes, longer than 65536"))
+        #expect(access(path, F_OK) != 0, "the socket file is removed at exit")
+    }
+
     /// A datagram socket playing systemd's notification socket, at `path` (a leading `@`:
     /// abstract).
     final class NotifySocket {

@@ -110,7 +110,8 @@ ENABLE_TAGS = False
         output = os.path.join(work, "flushes.jsonl")
         loopd = start([loopd_binary, "--port", str(loopd_port), "--flush-interval", "2", "--output", output,
                        "--graphite", f"localhost:{carbon_port}", "--prometheus", f"127.0.0.1:{exporter_port}",
-                       "--unix-socket", os.path.join(work, "dsd.sock")],
+                       "--unix-socket", os.path.join(work, "dsd.sock"),
+                       "--unix-stream", os.path.join(work, "dsd-stream.sock")],
                       "loopd")
         try:
             wait_for("loopd to listen", lambda: port_open(loopd_port) and port_open(exporter_port))
@@ -169,12 +170,26 @@ scrape_configs:
         for _ in range(200):
             uds.increment("peer.uds.counter", tags=["via:uds"])
         uds.flush()
+        # The same client in its stream mode (unixstream://): length-prefixed payloads on a Unix
+        # stream socket, as it sends to a DogStatsD agent configured with a stream socket.
+        stream = DogStatsd(socket_path="unixstream://" + os.path.join(work, "dsd-stream.sock"),
+                           disable_telemetry=True, disable_buffering=False)
+        for i in range(300):
+            stream.increment("peer.uss.counter", tags=["via:stream"])
+            stream.histogram("peer.uss.hist", i % 7, tags=["via:stream"])
+        stream.flush()
+        stream.close_socket()
+        # A plain line client on the stream socket, as with `nc -U`.
+        lines = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lines.connect(os.path.join(work, "dsd-stream.sock"))
+        lines.sendall(b"peer.uss.lines:1|c\n" * 40)
+        lines.close()
         # Sampled timers (every sample is 10 ms, sent at rate 0.5) and a counter sent negative
         # increments, as raw datagrams: the clients drop sampled sends at random.
         raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for _ in range(20):
             raw.sendto(b"peer.sampled:10|ms|@0.5\npeer.neg:5|c\npeer.neg:-3|c", ("127.0.0.1", loopd_port))
-        sent_lines = 500 + 100 + 2 + 4 + 50 + 100 + 900 + 2 + 2 + 200 + 60
+        sent_lines = 500 + 100 + 2 + 4 + 50 + 100 + 900 + 2 + 2 + 200 + 600 + 40 + 60
 
         def all_lines_in():
             counters = totals(output)[0]
@@ -189,6 +204,10 @@ scrape_configs:
             "tcp": (counters.get(("peer.tcp", ())), 100),
             "dd.counter": (counters.get(("peer.dd.counter", ("env:peer", "zone:b"))), 300),
             "uds counter": (counters.get(("peer.uds.counter", ("via:uds",))), 200),
+            "unix stream counter": (counters.get(("peer.uss.counter", ("via:stream",))), 300),
+            "unix stream hist sum": (timers.get(("peer.uss.hist", ("via:stream",)), (0, 0))[1],
+                                     sum(i % 7 for i in range(300))),
+            "unix stream lines": (counters.get(("peer.uss.lines", ())), 40),
             "timer count": (timers.get(("peer.timer", ()), (0, 0))[0], 100),
             "timer sum": (timers.get(("peer.timer", ()), (0, 0))[1], sum(range(100))),
             "dd.hist count": (timers.get(("peer.dd.hist", ("env:peer",)), (0, 0))[0], 300),
@@ -349,7 +368,7 @@ scrape_configs:
                 print(f"--- {name}.log (tail)")
                 print("".join(open(os.path.join(work, name + ".log")).readlines()[-20:]))
             return 1
-        print(f"peers: statsd, datadog (UDP and Unix socket), carbon-cache and prometheus agree with loopd ({sent_lines} lines);"
+        print(f"peers: statsd, datadog (UDP, Unix datagram and stream sockets), carbon-cache and prometheus agree with loopd ({sent_lines} lines);"
               " carbon holds etsy's layout")
         return 0
     finally:

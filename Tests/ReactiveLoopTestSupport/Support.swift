@@ -94,3 +94,21 @@ public func bindUnixSocket(at path: String, type: __socket_type) -> Int32 {
 public func leaveStaleUnixSocket(at path: String, type: __socket_type = SOCK_DGRAM) {
     close(bindUnixSocket(at: path, type: type))
 }
+
+/// A raw Unix stream socket connected to `path` (blocking), or -1.
+public func connectUnixStream(to path: String) -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+    let status = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    if status != 0 {
+        close(fd)
+        return -1
+    }
+    return fd
+}
