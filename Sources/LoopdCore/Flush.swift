@@ -132,10 +132,14 @@ public struct Summary: Sendable, Equatable {
     /// Sampled kinds with samples in the interval: their statistics.
     public var stats: SampleStats?
     /// Sampled kinds with samples in the interval, when `Flush.summaries(bucketBounds:)` was
-    /// given bounds: for each bound, the interval's samples at or below it, scaled as `value`
-    /// is (each count times `value / samples`, so that a count of all the samples is `value`).
-    /// Empty otherwise.
+    /// given bounds: for each of `bucketBounds`, the interval's samples at or below it, scaled
+    /// as `value` is (each count times `value / samples`, so that a count of all the samples is
+    /// `value`). Empty otherwise.
     public var buckets: [Double] = []
+    /// Sampled kinds, when `Flush.summaries(bucketBounds:)` was given bounds: the series' bucket
+    /// bounds (its mapping rule's, or those given), whether or not it has samples. Empty
+    /// otherwise.
+    public var bucketBounds: [Double] = []
 }
 
 /// A flushed interval: the table as it stood when the interval ended, and loopd's own metrics.
@@ -170,7 +174,8 @@ public struct Flush: Sendable {
     public static let defaultPercentiles: [Double] = [50, 90, 95, 99]
 
     /// Every series of the table, in table order, with its sampled kinds' statistics and, for
-    /// each of `bucketBounds` (ascending), the interval's samples at or below it. A timer's
+    /// each of `bucketBounds` (ascending; or of its mapping rule's `buckets`, if it has some and
+    /// `bucketBounds` is not empty), the interval's samples at or below it. A timer's
     /// samples are compared in seconds (their value / 1000: timers are sent in milliseconds),
     /// the other kinds' as sent. `percentiles` are those of a series whose mapping rule gives
     /// none.
@@ -259,10 +264,11 @@ public struct Flush: Sendable {
             if !bucketBounds.isEmpty {
                 let scale = scaledCount / Double(count)
                 let unit = table.kind(index) == .timer ? 1000.0 : 1
+                let bounds = table.seriesOptions(index).buckets ?? bucketBounds
                 var counts = [Double]()
-                counts.reserveCapacity(bucketBounds.count)
+                counts.reserveCapacity(bounds.count)
                 var below = start
-                for bound in bucketBounds {
+                for bound in bounds {
                     if let sketch {
                         counts.append(Double(sketch.count(atOrBelow: bound * unit)) * scale)
                     } else {
@@ -284,7 +290,9 @@ public struct Flush: Sendable {
                 Summary(
                     series: series, kind: kind, hasData: table.lastSeen[series] == table.interval, value: value,
                     total: table.total[series], totalSum: table.totalSum[series], stats: stats[Int32(series)],
-                    buckets: buckets[Int32(series)] ?? []))
+                    buckets: buckets[Int32(series)] ?? [],
+                    bucketBounds: kind.isSampled && !bucketBounds.isEmpty
+                        ? table.seriesOptions(series).buckets ?? bucketBounds : []))
         }
         return summaries
     }

@@ -118,7 +118,7 @@ public final class Ingest {
         isMapping = self.mapper != nil
         mappingCache.clear(counted: false)
         ruleOptions = (mapper?.rules ?? []).map {
-            table.optionSet(SeriesOptions(percentiles: $0.percentiles))
+            table.optionSet(SeriesOptions(percentiles: $0.percentiles, buckets: $0.buckets))
         }
     }
 

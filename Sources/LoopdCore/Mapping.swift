@@ -43,6 +43,9 @@ public struct MappingRule: Sendable {
     public let labels: [(key: String, value: String)]
     /// The percentiles reported for the series this rule maps, overriding the global ones.
     public let percentiles: [Double]?
+    /// The bucket bounds of the Prometheus histograms of the series this rule maps (sampled
+    /// kinds), overriding the global ones.
+    public let buckets: [Double]?
 
     /// A glob's components and its number of `*`; empty for a regex.
     private let globComponents: [[UInt8]]
@@ -57,7 +60,8 @@ public struct MappingRule: Sendable {
     /// Checks and compiles a rule; throws `MappingError` naming what is wrong.
     public init(
         match: String, matchType: MatchType = .glob, kinds: [MetricKind]? = nil, action: Action = .map,
-        name: String? = nil, labels: [(key: String, value: String)] = [], percentiles: [Double]? = nil
+        name: String? = nil, labels: [(key: String, value: String)] = [], percentiles: [Double]? = nil,
+        buckets: [Double]? = nil
     ) throws(MappingError) {
         guard !match.isEmpty else { throw MappingError("match: the pattern is empty") }
         switch matchType {
@@ -88,8 +92,8 @@ public struct MappingRule: Sendable {
             }
         }
         let captures = regex?.captureCount ?? globStars
-        if action == .drop && (name != nil || !labels.isEmpty || percentiles != nil) {
-            throw MappingError("action drop: a rule that drops takes no name, labels or percentiles")
+        if action == .drop && (name != nil || !labels.isEmpty || percentiles != nil || buckets != nil) {
+            throw MappingError("action drop: a rule that drops takes no name, labels, percentiles or buckets")
         }
         if let name {
             let template = try Template(name, what: "name", captures: captures)
@@ -123,8 +127,11 @@ public struct MappingRule: Sendable {
             return (Array(label.key.utf8), try Template(label.value, what: "labels.\(label.key)", captures: captures))
         }
         if let percentiles { try Self.checkPercentiles(percentiles, what: "percentiles") }
+        if let buckets, let problem = PrometheusOptions.bucketsProblem(buckets) {
+            throw MappingError("buckets: \(problem)")
+        }
         (self.match, self.matchType, self.kinds, self.action) = (match, matchType, kinds, action)
-        (self.name, self.labels, self.percentiles) = (name, labels, percentiles)
+        (self.name, self.labels, self.percentiles, self.buckets) = (name, labels, percentiles, buckets)
     }
 
     /// The most captures a glob may have (`*`); `$n` beyond a pattern's captures is refused.

@@ -133,25 +133,30 @@ struct ByteKey: Hashable {
 public final class PrometheusExposition {
     /// How timers are shown.
     public let options: PrometheusOptions
-    /// Histograms: each sampled series' cumulative bucket counts (without `+Inf`, which is its
-    /// `_count`), by canonical key.
-    private var cumulative: [ByteKey: (total: Double, buckets: [Double])] = [:]
+    /// Histograms: each sampled series' bucket bounds and cumulative bucket counts (without
+    /// `+Inf`, which is its `_count`), by canonical key.
+    private var cumulative: [ByteKey: (total: Double, bounds: [Double], buckets: [Double])] = [:]
     /// Counters and histograms shown that merge several series, by name and labels: what each
     /// of their series counted at the last flush, and what series gone from them had counted.
     private var shown: [ByteKey: Shown] = [:]
     /// Each series' family name and labels, by canonical key: cleaned once while it lives.
     private var names: [ByteKey: (name: [UInt8], labels: [UInt8])] = [:]
 
-    /// A counter's or histogram's numbers: its count, its sum and its cumulative buckets.
+    /// A counter's or histogram's numbers: its count, its sum and its cumulative buckets, with
+    /// their bounds. Only histograms of the same bounds are added up.
     struct Counted {
         var total = 0.0
         var sum = 0.0
         var buckets: [Double] = []
+        var bounds: [Double] = []
 
         static func += (lhs: inout Counted, rhs: Counted) {
             lhs.total += rhs.total
             lhs.sum += rhs.sum
-            if lhs.buckets.isEmpty { lhs.buckets = [Double](repeating: 0, count: rhs.buckets.count) }
+            if lhs.buckets.isEmpty {
+                lhs.buckets = [Double](repeating: 0, count: rhs.buckets.count)
+                lhs.bounds = rhs.bounds
+            }
             for index in lhs.buckets.indices where index < rhs.buckets.count {
                 lhs.buckets[index] += rhs.buckets[index]
             }
@@ -215,8 +220,7 @@ public final class PrometheusExposition {
     ///
     /// - Precondition: `summaries` come from `flush.summaries(bucketBounds: options.bucketBounds)`.
     public func render(_ flush: Flush, _ summaries: [Summary]) -> (bytes: [UInt8], leftOut: Int, merged: Int) {
-        let bounds = options.bucketBounds
-        if !bounds.isEmpty { accumulate(flush, summaries, bounds.count) }
+        if !options.bucketBounds.isEmpty { accumulate(flush, summaries) }
 
         struct Entry {
             var name: [UInt8]
@@ -232,6 +236,8 @@ public final class PrometheusExposition {
             var total = 0.0
             var sum = 0.0
             var buckets: [Double] = []
+            /// Histograms: the bounds of `buckets`.
+            var bounds: [Double] = []
         }
         var entries = [Entry]()
         entries.reserveCapacity(summaries.count + flush.internalMetrics.count)
@@ -255,7 +261,10 @@ public final class PrometheusExposition {
             // Timers are sent in milliseconds and shown in seconds (divided: 70 / 1000 is 0.07,
             // where 70 * 0.001 is not).
             entry.sum = summary.totalSum / (summary.kind == .timer ? 1000 : 1)
-            if family == .histogram { entry.buckets = cumulative[canonical]?.buckets ?? [] }
+            if family == .histogram {
+                entry.buckets = cumulative[canonical]?.buckets ?? []
+                entry.bounds = summary.bucketBounds
+            }
             entries.append(entry)
         }
         names = nextNames
@@ -307,7 +316,7 @@ public final class PrometheusExposition {
             if entry.metric == nil && (entry.family == .counter || entry.family == .histogram) {
                 counted = (
                     ByteKey(Array(flush.table.key(entry.summary!.series))),
-                    Counted(total: entry.total, sum: entry.sum, buckets: entry.buckets)
+                    Counted(total: entry.total, sum: entry.sum, buckets: entry.buckets, bounds: entry.bounds)
                 )
             }
             guard let index = kept[key] else {
@@ -321,7 +330,8 @@ public final class PrometheusExposition {
             let mergeable =
                 first.metric == nil && entry.metric == nil
                 && (entry.family == .counter
-                    || (entry.family == .histogram && (first.kind == .timer) == (entry.kind == .timer)))
+                    || (entry.family == .histogram && (first.kind == .timer) == (entry.kind == .timer)
+                        && first.bounds == entry.bounds))
             // A merge must keep every number finite, as each series' are.
             guard mergeable, (first.total + entry.total).isFinite, (first.sum + entry.sum).isFinite else {
                 leftOut += 1
@@ -339,7 +349,12 @@ public final class PrometheusExposition {
         var nextShown = [ByteKey: Shown]()
         for index in shown.indices where !parts[index].isEmpty {
             let key = ByteKey(shown[index].name + [UInt8(ascii: "{")] + shown[index].labels)
-            let previous = self.shown[key]
+            // A histogram whose bounds changed (a reload) starts again from its series' counts:
+            // counts of other bounds cannot be added to them.
+            let previous = self.shown[key].flatMap { previous in
+                previous.series.values.allSatisfy { $0.bounds == shown[index].bounds }
+                    && (previous.gone.buckets.isEmpty || previous.gone.bounds == shown[index].bounds) ? previous : nil
+            }
             guard parts[index].count > 1 || previous != nil else { continue }
             let (total, state) = Shown.next(previous, parts[index])
             (shown[index].total, shown[index].sum, shown[index].buckets) = (total.total, total.sum, total.buckets)
@@ -400,7 +415,7 @@ public final class PrometheusExposition {
             case .counter: sample("", nil, entry.total)
             case .gauge: sample("", nil, summary.value)
             case .histogram:
-                for (bound, count) in zip(bounds, entry.buckets) {
+                for (bound, count) in zip(entry.bounds, entry.buckets) {
                     var label = Array("le=\"".utf8)
                     label.append(number: bound)
                     label.append(UInt8(ascii: "\""))
@@ -440,23 +455,24 @@ public final class PrometheusExposition {
 
     /// Adds the interval's bucket counts to each sampled series' and forgets the series the
     /// table no longer holds.
-    private func accumulate(_ flush: Flush, _ summaries: [Summary], _ bucketCount: Int) {
-        var next = [ByteKey: (total: Double, buckets: [Double])](minimumCapacity: cumulative.count)
+    private func accumulate(_ flush: Flush, _ summaries: [Summary]) {
+        var next = [ByteKey: (total: Double, bounds: [Double], buckets: [Double])](minimumCapacity: cumulative.count)
         for summary in summaries where summary.kind.isSampled {
             let key = ByteKey(Array(flush.table.key(summary.series)))
+            let bounds = summary.bucketBounds
+            precondition(
+                !bounds.isEmpty && (summary.stats == nil || summary.buckets.count == bounds.count),
+                "PrometheusExposition.render: summaries must come from flush.summaries(bucketBounds: options.bucketBounds)"
+            )
             // A count below the last one is a series created anew (it expired): its buckets
-            // start again too.
+            // start again too, as they do when its bounds change (a reload).
             var counts =
-                cumulative[key].flatMap { $0.total <= summary.total ? $0.buckets : nil }
-                ?? [Double](repeating: 0, count: bucketCount)
+                cumulative[key].flatMap { $0.total <= summary.total && $0.bounds == bounds ? $0.buckets : nil }
+                ?? [Double](repeating: 0, count: bounds.count)
             if summary.stats != nil {
-                precondition(
-                    summary.buckets.count == bucketCount,
-                    "PrometheusExposition.render: summaries must come from flush.summaries(bucketBounds: options.bucketBounds)"
-                )
                 for index in counts.indices { counts[index] += summary.buckets[index] }
             }
-            next[key] = (summary.total, counts)
+            next[key] = (summary.total, bounds, counts)
         }
         cumulative = next
     }
@@ -511,7 +527,11 @@ public enum PrometheusFormat {
         _ flush: Flush, _ summaries: [Summary], options: PrometheusOptions = PrometheusOptions()
     ) -> (bytes: [UInt8], leftOut: Int, merged: Int) {
         let renderer = PrometheusExposition(options: options)
-        if !options.bucketBounds.isEmpty && summaries.contains(where: { $0.stats != nil && $0.buckets.isEmpty }) {
+        if !options.bucketBounds.isEmpty
+            && summaries.contains(where: {
+                $0.kind.isSampled && ($0.bucketBounds.isEmpty || $0.stats != nil && $0.buckets.isEmpty)
+            })
+        {
             return renderer.render(flush, flush.summaries(bucketBounds: options.bucketBounds))
         }
         return renderer.render(flush, summaries)

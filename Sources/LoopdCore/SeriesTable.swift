@@ -13,10 +13,13 @@ public struct Sample: Sendable, Equatable {
 public struct SeriesOptions: Sendable, Equatable {
     /// The percentiles to report for a sampled series (timers, histograms, distributions).
     public var percentiles: [Double]?
+    /// The bucket bounds of a sampled series' Prometheus histogram.
+    public var buckets: [Double]?
 
-    /// Creates options.
-    public init(percentiles: [Double]? = nil) {
+    /// Creates options (nil: the global setting).
+    public init(percentiles: [Double]? = nil, buckets: [Double]? = nil) {
         self.percentiles = percentiles
+        self.buckets = buckets
     }
 }
 

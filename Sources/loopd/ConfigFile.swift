@@ -212,7 +212,7 @@ struct ConfigFile {
     /// The keys of a mapping rule: statsd_exporter's names, so that its mapping files come
     /// over with few edits.
     static let ruleKeys: Set<String> = [
-        "match", "match_type", "match_metric_type", "action", "name", "labels", "percentiles",
+        "match", "match_type", "match_metric_type", "action", "name", "labels", "percentiles", "buckets",
     ]
 
     private static func rules(_ node: Node, path: String) throws(Problem) -> [MappingRule] {
@@ -297,11 +297,14 @@ struct ConfigFile {
         let percentiles = try values["percentiles"].map { (node) throws(Problem) in
             try numbers(node, what: "\(path):\(line(node)): percentiles")
         }
+        let buckets = try values["buckets"].map { (node) throws(Problem) in
+            try numbers(node, what: "\(path):\(line(node)): buckets")
+        }
         let name = try text("name")
         do {
             return try MappingRule(
                 match: match, matchType: matchType ?? .glob, kinds: kinds, action: action ?? .map,
-                name: name, labels: labels, percentiles: percentiles)
+                name: name, labels: labels, percentiles: percentiles, buckets: buckets)
         } catch {
             // The line of the key the problem names, if it names one.
             let key = "\(error)".prefix { $0 != " " && $0 != ":" && $0 != "." }

@@ -59,6 +59,7 @@ struct ConfigFileTests {
             mappings:
               - match: a.*
                 name: b
+                buckets: [0.5, 1]
             """)
         let configuration = settings.configuration
         #expect(configuration.listen.description == "127.0.0.2:9125")
@@ -74,6 +75,7 @@ struct ConfigFileTests {
         #expect(configuration.tcpIdleTimeout == 30 && configuration.graphiteMaxQueued == 2048)
         #expect(settings.logLevel == .debug)
         #expect(configuration.mapper?.rules.map(\.match) == ["a.*"])
+        #expect(configuration.mapper?.rules.first?.buckets == [0.5, 1])
         #expect(configuration.mapper?.prefix == "app")
         #expect(
             configuration.mapper?.kindPrefixes
@@ -145,6 +147,14 @@ struct ConfigFileTests {
             "loopd.yaml:4: mapping rule: name \"x.$2\": $2 names no capture"
         ),
         ("mappings:\n  - match: a\n    labels: [x]\n", "loopd.yaml:3: labels: expected keys and values"),
+        (
+            "mappings:\n  - match: a\n    buckets: [2, 1]\n",
+            "loopd.yaml:3: mapping rule: buckets: bounds must be strictly ascending"
+        ),
+        (
+            "mappings:\n  - match: a\n    action: drop\n    buckets: [1]\n",
+            "a rule that drops takes no name, labels, percentiles or buckets"
+        ),
         (
             "mappings:\n  - match: a\n    percentiles: [1, x]\n",
             "loopd.yaml:3: percentiles (line 3): expected numbers, got \"x\""

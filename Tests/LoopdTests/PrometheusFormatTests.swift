@@ -236,6 +236,51 @@ struct PrometheusFormatTests {
         #expect(lines.contains("lat_bucket{le=\"5\"} 2"), "the d's 9 is above 5")
     }
 
+    @Test func aMappingRulesBucketsAreItsSeriesBoundsAcrossFlushesAndAReloadStartsThemAgain() throws {
+        let rules = [
+            try MappingRule(match: "api.*", name: "api_$1", buckets: [0.05, 0.5]),
+            try MappingRule(match: "web.*", name: "web.$1", buckets: [1]),
+        ]
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100, mapper: Mapper(rules: rules))
+        let renderer = PrometheusExposition(options: PrometheusOptions(buckets: [0.01, 10]))
+        // 30 ms, 300 ms and 3 s through the rule's bounds; the same through the global ones.
+        feed(ingest, "api.lat:30:300:3000|ms\nother.lat:30:300:3000|ms")
+        var (lines, _, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("api_lat_seconds_bucket{le=\"0.05\"} 1"))
+        #expect(lines.contains("api_lat_seconds_bucket{le=\"0.5\"} 2"))
+        #expect(lines.contains("api_lat_seconds_bucket{le=\"+Inf\"} 3"))
+        #expect(!lines.contains { $0.hasPrefix("api_lat_seconds_bucket{le=\"0.01\"}") }, "not the global bounds")
+        #expect(lines.contains("other_lat_seconds_bucket{le=\"0.01\"} 0"))
+        #expect(lines.contains("other_lat_seconds_bucket{le=\"10\"} 3"))
+        // Cumulative from one flush to the next; a quiet interval keeps the rule's bounds.
+        feed(ingest, "api.lat:40|ms")
+        (lines, _, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("api_lat_seconds_bucket{le=\"0.05\"} 2") && lines.contains("api_lat_seconds_count 4"))
+        (lines, _, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("api_lat_seconds_bucket{le=\"0.5\"} 3"))
+        // A reload gives the series other bounds: its buckets start again, its count goes on.
+        ingest.setMapper(Mapper(rules: [try MappingRule(match: "api.*", name: "api_$1", buckets: [0.1])]))
+        feed(ingest, "api.lat:50|ms")
+        (lines, _, _) = try render(renderer, flush(ingest))
+        #expect(lines.contains("api_lat_seconds_bucket{le=\"0.1\"} 1"))
+        #expect(!lines.contains { $0.hasPrefix("api_lat_seconds_bucket{le=\"0.05\"}") })
+        #expect(lines.contains("api_lat_seconds_count 5") && lines.contains("api_lat_seconds_bucket{le=\"+Inf\"} 5"))
+        // Two series that meet once cleaned are merged only if their bounds are the same.
+        let meeting = Ingest(
+            maxLineLength: 1024, maxSeries: 100,
+            mapper: Mapper(rules: [try MappingRule(match: "q-lat", buckets: [2])]))
+        let other = PrometheusExposition(options: PrometheusOptions(buckets: [1]))
+        feed(meeting, "q.lat:1|h\nq-lat:1|h\nq_lat:1|h")
+        let (merged, leftOut, mergedCount) = try render(other, flush(meeting))
+        #expect(merged.contains("q_lat_count 2") && merged.contains("q_lat_bucket{le=\"1\"} 2"), "q.lat and q_lat")
+        #expect(leftOut == 1 && mergedCount == 1, "q-lat's bounds differ: left out, not mixed in")
+        // A summary form ignores them.
+        let summaries = PrometheusExposition(options: PrometheusOptions(timers: .summary))
+        feed(ingest, "api.lat:50|ms")
+        (lines, _, _) = try render(summaries, flush(ingest))
+        #expect(lines.contains("# TYPE api_lat_seconds summary"))
+    }
+
     @Test func aMergedCounterNeverGoesDownWhenOneOfItsSeriesExpires() throws {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         let renderer = PrometheusExposition(options: PrometheusOptions(buckets: [1]))

@@ -108,7 +108,11 @@ ENABLE_TAGS = False
         loopd_port = free_port(socket.SOCK_DGRAM)
         exporter_port = free_port()
         output = os.path.join(work, "flushes.jsonl")
-        loopd = start([loopd_binary, "--port", str(loopd_port), "--flush-interval", "2", "--output", output,
+        # One mapping rule: the stream client's histogram gets buckets of its own.
+        with open(os.path.join(work, "loopd.yaml"), "w") as f:
+            f.write("mappings:\n  - match: peer.uss.hist\n    buckets: [2.5, 5]\n")
+        loopd = start([loopd_binary, "--config", os.path.join(work, "loopd.yaml"),
+                       "--port", str(loopd_port), "--flush-interval", "2", "--output", output,
                        "--graphite", f"localhost:{carbon_port}", "--prometheus", f"127.0.0.1:{exporter_port}",
                        "--unix-socket", os.path.join(work, "dsd.sock"),
                        "--unix-stream", os.path.join(work, "dsd-stream.sock")],
@@ -263,7 +267,11 @@ scrape_configs:
                                  ("peer_timer_seconds_sum", sum(range(100)) / 1000),
                                  ("peer_sampled_seconds_count", 40),
                                  ("peer_sampled_seconds_sum / peer_sampled_seconds_count", 0.01),
-                                 ("peer_neg_total", 100)]:
+                                 ("peer_neg_total", 100),
+                                 # The rule's buckets: 0 to 6, 300 times; 129 at or below 2.5.
+                                 ('peer_uss_hist_bucket{via="stream",le="2.5"}', 129),
+                                 ('peer_uss_hist_bucket{via="stream",le="5"}', 258),
+                                 ('count(peer_uss_hist_bucket{via="stream"})', 3)]:
             got = wait_for(f"prometheus to report {expression} = {want}",
                            lambda: query(expression) == want or None, seconds=30) and want
             if got != want:
