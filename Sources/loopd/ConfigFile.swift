@@ -1,5 +1,4 @@
 import LoopdCore
-import Yams
 
 #if canImport(Glibc)
     import Glibc
@@ -11,11 +10,15 @@ import Yams
 ///
 /// YAML rather than TOML: the mapping rules are a list of small maps, which YAML writes
 /// without repeating a table header per rule, and statsd_exporter's users, whose mapping files
-/// are YAML, can bring their rules over with few edits.
+/// are YAML, can bring their rules over with few edits. It is read by `YAML`, loopd's own
+/// parser of the YAML a config file needs, which refuses the rest with its line: a YAML library
+/// would bring the whole of Foundation into the process, more than doubling its idle memory.
 ///
 /// Every problem is reported with the file, the line and the key, and the whole file is
 /// refused: no setting of a file with a problem is used.
 struct ConfigFile {
+    typealias Node = YAML.Node
+
     /// A value and the line it is on.
     struct Entry {
         var node: Node
@@ -56,18 +59,18 @@ struct ConfigFile {
     static func parse(_ text: String, path: String) throws(Problem) -> ConfigFile {
         let root: Node?
         do {
-            root = try Yams.compose(yaml: text)
+            root = try YAML.parse(text)
         } catch {
-            throw Problem(description: "\(path): not valid YAML: \(Self.shortened(error))")
+            throw Problem(description: "\(path):\(error.line): not valid YAML: \(error.reason)")
         }
         guard let root else { return ConfigFile(path: path, entries: [:], mappings: []) }
-        guard case let .mapping(top) = root else {
+        guard case let .mapping(top, _) = root else {
             throw Problem(
                 description: "\(path):\(line(root)): expected keys and values (such as port: 8125) at the top")
         }
         var entries = [String: Entry]()
         var mappings = [MappingRule]()
-        for (keyNode, value) in top {
+        for (keyNode, value) in top.map({ ($0.key, $0.value) }) {
             guard let key = keyNode.string else {
                 throw Problem(description: "\(path):\(line(keyNode)): a key must be a plain word")
             }
@@ -87,21 +90,6 @@ struct ConfigFile {
             entries[key] = Entry(node: value, line: line(value))
         }
         return ConfigFile(path: path, entries: entries, mappings: mappings)
-    }
-
-    /// The YAML parser's message, without the copy of the document some of them carry (a
-    /// message goes to the log and to `/-/reload`'s answer): its first line, and the position
-    /// it names, in at most 300 characters.
-    static func shortened(_ error: any Error) -> String {
-        let text = "\(error)"
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
-        var message = String(lines.first ?? "")
-        if let position = lines.last(where: { $0.contains(" in line ") || $0.hasPrefix(" in line") }),
-            position != lines.first
-        {
-            message += ";" + position.suffix(from: position.range(of: " in line")!.lowerBound)
-        }
-        return message.count > 300 ? String(message.prefix(300)) + "…" : message
     }
 
     /// Where a value came from, for messages: `loopd.yaml:3: port`.
@@ -147,7 +135,7 @@ struct ConfigFile {
         guard let entry = entries[key] else { return nil }
         var tags = [String]()
         switch entry.node {
-        case let .sequence(items):
+        case let .sequence(items, _):
             for item in items {
                 guard let text = item.string else {
                     throw Problem(description: "\(path):\(Self.line(item)): \(key): expected tags")
@@ -157,15 +145,15 @@ struct ConfigFile {
                 }
                 tags.append(text)
             }
-        case let .mapping(pairs):
-            for (name, value) in pairs {
+        case let .mapping(pairs, _):
+            for (name, value) in pairs.map({ ($0.key, $0.value) }) {
                 guard let tagName = name.string, !tagName.contains(":"), let text = value.string else {
                     throw Problem(
                         description:
                             "\(path):\(Self.line(name)): \(key): expected tags as name: value, a name without ':'")
                 }
                 // `canary:` or `canary: ~` is a tag without a value.
-                let isNull = value.tag.description.hasSuffix(":null") || text.isEmpty
+                let isNull = value.isNull || text.isEmpty
                 let tag = isNull ? tagName : "\(tagName):\(text)"
                 if let problem = Mapper.tagProblem(tag) {
                     throw Problem(description: "\(path):\(Self.line(name)): \(key): each tag \(problem)")
@@ -180,7 +168,7 @@ struct ConfigFile {
 
     static func numbers(_ node: Node, what: String) throws(Problem) -> [Double] {
         var texts = [String]()
-        if case let .sequence(items) = node {
+        if case let .sequence(items, _) = node {
             for item in items {
                 guard let text = item.string, let number = Double(text), number.isFinite else {
                     throw Problem(
@@ -216,7 +204,7 @@ struct ConfigFile {
     ]
 
     private static func rules(_ node: Node, path: String) throws(Problem) -> [MappingRule] {
-        guard case let .sequence(items) = node else {
+        guard case let .sequence(items, _) = node else {
             throw Problem(
                 description: "\(path):\(line(node)): mappings: expected a list of rules (each line starting with -)")
         }
@@ -234,11 +222,11 @@ struct ConfigFile {
 
     private static func rule(_ node: Node, path: String) throws(Problem) -> MappingRule {
         let at = "\(path):\(line(node)): mapping rule"
-        guard case let .mapping(fields) = node else {
+        guard case let .mapping(fields, _) = node else {
             throw Problem(description: "\(at): expected keys such as match: and name:")
         }
         var values = [String: Node]()
-        for (keyNode, value) in fields {
+        for (keyNode, value) in fields.map({ ($0.key, $0.value) }) {
             guard let key = keyNode.string, ruleKeys.contains(key) else {
                 throw Problem(
                     description:
@@ -284,10 +272,10 @@ struct ConfigFile {
         }
         var labels = [(key: String, value: String)]()
         if let node = values["labels"] {
-            guard case let .mapping(pairs) = node else {
+            guard case let .mapping(pairs, _) = node else {
                 throw Problem(description: "\(path):\(line(node)): labels: expected keys and values")
             }
-            for (key, value) in pairs {
+            for (key, value) in pairs.map({ ($0.key, $0.value) }) {
                 guard let key = key.string, let value = value.string else {
                     throw Problem(description: "\(path):\(line(key)): labels: each label is a name and one value")
                 }
@@ -320,7 +308,7 @@ struct ConfigFile {
         "distribution": [.distribution], "set": [.set], "observer": [.timer, .histogram, .distribution],
     ]
 
-    static func line(_ node: Node) -> Int { (node.mark?.line ?? 0) }
+    static func line(_ node: Node) -> Int { node.line }
 
     /// The file's text, at most `maxBytes`.
     private static func read(_ path: String) throws(Problem) -> String {

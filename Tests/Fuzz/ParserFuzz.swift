@@ -1,7 +1,9 @@
-// libFuzzer entry point for loopd's parser, series table and flush summaries (scripts/fuzz-parser
-// compiles it with all of Sources/LoopdCore, which uses the standard library alone). Checks, beyond "no crash":
-// a line either fails with a reason, is dropped by a mapping rule, or lands in a series; counts add up; a flush summarises every
-// series it holds; every key in the table parses back to the same kind.
+// libFuzzer entry point for loopd's parser, series table and flush summaries, its config file's
+// YAML and its DogStatsD frames (scripts/fuzz-parser compiles it with all of Sources/LoopdCore,
+// which uses the standard library alone). Checks, beyond "no crash": a line either fails with a
+// reason, is dropped by a mapping rule, or lands in a series; counts add up; a flush summarises
+// every series it holds; every key in the table parses back to the same kind; a YAML error names
+// a line of the text; frames come out the same however the bytes are cut.
 
 // Mapping rules of every kind, so that mapped keys (captures in names and labels, replaced
 // tags, drops, reserved results) go through the table and the outputs too.
@@ -9,7 +11,9 @@ let ingest = Ingest(
     maxLineLength: 1024, maxSeries: 512,
     mapper: Mapper(rules: [
         try! MappingRule(match: "a.*.*", name: "m.$2.$1", labels: [(key: "first", value: "$1")]),
-        try! MappingRule(match: "*x*", kinds: [.timer, .histogram], name: "${1}_${2}", percentiles: [1, 99.9]),
+        try! MappingRule(
+            match: "*x*", kinds: [.timer, .histogram], name: "${1}_${2}", percentiles: [1, 99.9],
+            buckets: [0.5, 2]),
         try! MappingRule(match: #"^r(\w*)(,)?"#, matchType: .regex, name: "$1", labels: [(key: "c", value: "$2$0")]),
         try! MappingRule(match: "d.*", action: .drop),
         try! MappingRule(match: "l.*", name: "loopd.$1"),
@@ -20,6 +24,8 @@ var datagrams = 0
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: count)
+    checkYAML(bytes)
+    checkFrames(bytes)
     let before = ingest.counts
     // The first byte picks the path: a datagram, or lines one by one (as TCP delivers them).
     if let first = bytes.first, first & 1 == 1 {
@@ -62,4 +68,29 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         }
     }
     return 0
+}
+
+/// The input as a config file: read, or refused naming one of its lines.
+func checkYAML(_ bytes: UnsafeRawBufferPointer) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    do {
+        _ = try YAML.parse(text)
+    } catch {
+        let lines = text.utf8.count(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) + 1
+        precondition(error.line >= 1 && error.line <= lines, "a YAML error names line \(error.line) of \(lines)")
+    }
+}
+
+/// The input as a Unix stream client's bytes: the same frames whole and cut in two.
+func checkFrames(_ bytes: UnsafeRawBufferPointer) {
+    func frames(_ cut: Int) -> ([[UInt8]], Int?) {
+        var decoder = DogStatsDFrameDecoder(maxFrame: 300)
+        var out: [[UInt8]] = []
+        let first = decoder.feed(UnsafeRawBufferPointer(rebasing: bytes[..<cut])) { out.append(Array($0)) }
+        let second = decoder.feed(UnsafeRawBufferPointer(rebasing: bytes[cut...])) { out.append(Array($0)) }
+        return (out, first ?? second)
+    }
+    let whole = frames(bytes.count)
+    let cut = frames(bytes.count / 3)
+    precondition(whole.0 == cut.0 && whole.1 == cut.1, "frames depend on where the bytes are cut")
 }
