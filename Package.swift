@@ -5,6 +5,7 @@ let package = Package(
     name: "ReactiveLoop",
     products: [
         .library(name: "ReactiveLoop", targets: ["ReactiveLoop"]),
+        .library(name: "ReactiveLoopCore", targets: ["ReactiveLoopCore"]),
         .library(name: "ReactiveLoopUV", targets: ["ReactiveLoopUV"]),
         .executable(name: "reactiveloop-example", targets: ["ReactiveLoopExample"]),
         .executable(name: "loopd", targets: ["loopd"]),
@@ -16,18 +17,27 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
+        // The core: signals, producers, properties, actions, schedulers. It needs only
+        // FoundationEssentials, so that a daemon built on it does not load the whole of Foundation.
         .target(
-            name: "ReactiveLoop",
+            name: "ReactiveLoopCore",
+            swiftSettings: [.enableExperimentalFeature("StrictConcurrency")]
+        ),
+        // ReactiveSwift's module as ported code imports it: the core, re-exported, and the
+        // extensions of Foundation's NotificationCenter and URLSession.
+        .target(
+            name: "ReactiveLoop", dependencies: ["ReactiveLoopCore"],
             swiftSettings: [.enableExperimentalFeature("StrictConcurrency")]
         ),
         // The system's libuv (Debian: libuv1-dev), found by pkg-config.
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
-        .target(name: "ReactiveLoopUV", dependencies: ["ReactiveLoop", "CLibUV"]),
+        .target(name: "ReactiveLoopUV", dependencies: ["ReactiveLoopCore", "CLibUV"]),
         .executableTarget(name: "ReactiveLoopExample", dependencies: ["ReactiveLoop"]),
         // What the test targets share: helpers and the scheduler conformance checks.
         .target(
             name: "ReactiveLoopTestSupport", dependencies: ["ReactiveLoop"], path: "Tests/ReactiveLoopTestSupport"),
-        .testTarget(name: "ReactiveLoopTests", dependencies: ["ReactiveLoop", "ReactiveLoopTestSupport"]),
+        .testTarget(
+            name: "ReactiveLoopTests", dependencies: ["ReactiveLoop", "ReactiveLoopCore", "ReactiveLoopTestSupport"]),
         // The MVVM example: a headless sign-up view model, a demo that drives it, and its tests.
         .target(name: "SignUpViewModel", dependencies: ["ReactiveLoop"], path: "Examples/SignUp/ViewModel"),
         .executableTarget(
@@ -46,7 +56,7 @@ let package = Package(
         .executableTarget(
             name: "loopd",
             dependencies: [
-                "LoopdCore", "ReactiveLoop", "ReactiveLoopUV",
+                "LoopdCore", "ReactiveLoopCore", "ReactiveLoopUV",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -23,6 +23,11 @@ static inline int clibuv_is_main_thread(void) {
     return getpid() == (pid_t)syscall(SYS_gettid);
 }
 
+/// Names the calling thread (Linux keeps the first 15 bytes); returns 0 or -1.
+static inline int clibuv_set_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
+
 /// Creates a non-blocking monotonic timerfd; returns the descriptor or -errno.
 static inline int clibuv_timerfd_create(void) {
     int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

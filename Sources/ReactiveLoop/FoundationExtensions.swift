@@ -1,3 +1,4 @@
+import ReactiveLoopCore
 import Foundation
 
 #if canImport(FoundationNetworking)

@@ -1,7 +1,6 @@
 import CLibUV
 import Dispatch
-import Foundation
-import ReactiveLoop
+import ReactiveLoopCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -555,10 +554,26 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     public static func startOnNewThread(name: String = "ReactiveLoopUV") throws(UVError) -> EventLoop {
         let loop = try EventLoop()
         let running = DispatchSemaphore(value: 0)
-        loop.execute { running.signal() }
-        let thread = Thread { loop.run() }
-        thread.name = name
-        thread.start()
+        loop.execute {
+            _ = clibuv_set_thread_name(name)
+            running.signal()
+        }
+        // A thread of the C library's own (Foundation's `Thread` would load all of Foundation):
+        // it holds the loop until `run()` returns.
+        let start = Unmanaged.passRetained(loop).toOpaque()
+        var thread = pthread_t()
+        let status = pthread_create(
+            &thread, nil,
+            { argument in
+                Unmanaged<EventLoop>.fromOpaque(argument!).takeRetainedValue().run()
+                return nil
+            }, start)
+        guard status == 0 else {
+            Unmanaged<EventLoop>.fromOpaque(start).release()
+            loop.stop()
+            throw UVError(code: -status, operation: "EventLoop.startOnNewThread: pthread_create")
+        }
+        pthread_detach(thread)
         running.wait()
         return loop
     }

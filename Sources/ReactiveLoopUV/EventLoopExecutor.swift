@@ -1,5 +1,8 @@
-import Foundation
-import ReactiveLoop
+import ReactiveLoopCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The loop as an executor for Swift concurrency.
 ///
@@ -27,8 +30,8 @@ extension EventLoop: SerialExecutor, TaskExecutor {
     public func enqueue(_ job: consuming ExecutorJob) {
         if queue(.job(UnownedJob(job))) { return }
         #if DEBUG
-            FileHandle.standardError.write(
-                Data("EventLoop.enqueue(_:): the loop has stopped; a job was dropped\n".utf8))
+            let message = "EventLoop.enqueue(_:): the loop has stopped; a job was dropped\n"
+            _ = message.utf8CString.withUnsafeBytes { write(2, $0.baseAddress, $0.count - 1) }
         #endif
     }
 

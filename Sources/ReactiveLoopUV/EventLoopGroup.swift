@@ -1,4 +1,4 @@
-import ReactiveLoop
+import ReactiveLoopCore
 import Synchronization
 
 /// Several event loops, each on a thread of its own, for work spread over cores.

@@ -1,5 +1,5 @@
 import CLibUV
-import ReactiveLoop
+import ReactiveLoopCore
 
 /// An object that owns one libuv handle on a loop. The loop closes the handle when it shuts down
 /// (reporting `interrupted`), and from its first run holds the owner until the handle is closed,

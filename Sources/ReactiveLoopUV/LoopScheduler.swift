@@ -1,7 +1,12 @@
 import CLibUV
 import Dispatch
-import Foundation
-import ReactiveLoop
+import ReactiveLoopCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 import Synchronization
 
 #if canImport(Glibc)

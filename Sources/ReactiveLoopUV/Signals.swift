@@ -1,5 +1,5 @@
 import CLibUV
-import ReactiveLoop
+import ReactiveLoopCore
 
 #if canImport(Glibc)
     import Glibc

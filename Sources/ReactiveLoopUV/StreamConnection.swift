@@ -1,6 +1,6 @@
 import CLibUV
 import Synchronization
-import ReactiveLoop
+import ReactiveLoopCore
 
 /// A connected byte stream on an `EventLoop`: a `TCPConnection` or a `UnixStreamConnection`.
 /// Code that serves lines or bytes can take either through this.

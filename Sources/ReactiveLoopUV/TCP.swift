@@ -1,6 +1,6 @@
 import CLibUV
 import Dispatch
-import ReactiveLoop
+import ReactiveLoopCore
 
 #if canImport(Glibc)
     import Glibc

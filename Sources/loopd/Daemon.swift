@@ -1,8 +1,12 @@
 import Dispatch
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 import Logging
 import LoopdCore
-import ReactiveLoop
+import ReactiveLoopCore
 import ReactiveLoopUV
 import Synchronization
 

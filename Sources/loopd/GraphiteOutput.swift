@@ -1,5 +1,5 @@
 import Logging
-import ReactiveLoop
+import ReactiveLoopCore
 import ReactiveLoopUV
 
 /// Sends each flush, as Graphite plaintext, to a carbon receiver over one TCP connection.

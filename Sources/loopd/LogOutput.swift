@@ -1,6 +1,6 @@
 import Dispatch
 import Logging
-import ReactiveLoop
+import ReactiveLoopCore
 
 #if canImport(Glibc)
     import Glibc

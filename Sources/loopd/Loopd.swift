@@ -1,7 +1,7 @@
 import ArgumentParser
 import Logging
 import LoopdCore
-import ReactiveLoop
+import ReactiveLoopCore
 import ReactiveLoopUV
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import Logging
-import ReactiveLoop
+import ReactiveLoopCore
 import ReactiveLoopUV
 import Synchronization
 
@@ -141,7 +141,7 @@ final class PrometheusEndpoint: @unchecked Sendable {  // The listener lives on 
     /// (`http://host:9102/metrics`, which HTTP/1.1 servers must take) without scheme and host.
     static func path(of target: Substring) -> String {
         var target = target
-        if let scheme = target.range(of: "://"), target[..<scheme.lowerBound].allSatisfy(\.isLetter) {
+        if let scheme = target.firstRange(of: "://"), target[..<scheme.lowerBound].allSatisfy(\.isLetter) {
             target = target[scheme.upperBound...]
             target = target.firstIndex(of: "/").map { target[$0...] } ?? "/"
         }

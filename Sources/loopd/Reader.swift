@@ -1,7 +1,7 @@
 import Dispatch
 import Logging
 import LoopdCore
-import ReactiveLoop
+import ReactiveLoopCore
 import ReactiveLoopUV
 
 /// One of the `--readers` beyond the first: a UDP socket bound to loopd's address with

@@ -1,6 +1,6 @@
 import Logging
 import LoopdCore
-import ReactiveLoop
+import ReactiveLoopCore
 import ReactiveLoopUV
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import LoopdCore
-import ReactiveLoop
+import ReactiveLoopCore
 import ReactiveLoopUV
 
 #if canImport(Glibc)

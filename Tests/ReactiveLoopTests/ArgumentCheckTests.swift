@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// What a child process of an exit test printed on standard error.
 func standardError(_ result: ExitTest.Result?) -> String {

@@ -3,7 +3,7 @@ import ReactiveLoopTestSupport
 import Synchronization
 import Testing
 
-@testable @_spi(Testing) import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoopCore
 
 @Suite("Async bridges")
 struct AsyncBridgeTests {

@@ -1,11 +1,11 @@
 import Foundation
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 @Suite("Atomic and Bag")
 struct AtomicBagTests {
     @Test func atomicModifySwapAndWithValue() {
-        let atomic = ReactiveLoop.Atomic(1)
+        let atomic = ReactiveLoopCore.Atomic(1)
         #expect(
             atomic.modify { value -> Int in
                 value += 1
@@ -18,7 +18,7 @@ struct AtomicBagTests {
     }
 
     @Test func atomicModifyIsAtomicAcrossThreads() {
-        let atomic = ReactiveLoop.Atomic(0)
+        let atomic = ReactiveLoopCore.Atomic(0)
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
             for _ in 0..<1_000 { atomic.modify { $0 += 1 } }
         }

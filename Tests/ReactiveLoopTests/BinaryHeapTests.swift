@@ -1,5 +1,5 @@
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// A heap element that records its index, as the queue scheduler's actions do.
 final class IndexedValue: _HeapElement {

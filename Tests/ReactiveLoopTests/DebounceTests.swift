@@ -1,5 +1,5 @@
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 @Suite("debounce")
 struct DebounceTests {

@@ -1,5 +1,5 @@
 import Testing
-@testable @_spi(Testing) import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoopCore
 
 /// The lock-free core and the lock-based reference core must agree on every single-threaded
 /// history: random sequences of sends, observes, disposals, reentrant sends and terminations.

@@ -1,7 +1,7 @@
 import Foundation
 import ReactiveLoopTestSupport
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// Flatten strategies under concurrency: inner runs complete on other threads while the outer
 /// sends. Nothing is lost or repeated, and order is what each strategy promises. Part of the

@@ -1,6 +1,8 @@
+// As code ported from ReactiveSwift imports it: ReactiveLoop, the core with the extensions of
+// Foundation's types.
 import Foundation
+import ReactiveLoop
 import Testing
-@testable import ReactiveLoop
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -8,6 +10,17 @@ import Testing
 
 @Suite("Foundation extensions")
 struct FoundationExtensionsTests {
+    @Test func theReactiveLoopModuleNamesTheCoresTypesAsReactiveSwiftsDid() {
+        // Module-qualified names, as code that imports another library with the same names
+        // writes them (`ReactiveSwift.Signal` becomes `ReactiveLoop.Signal`).
+        let (signal, input) = ReactiveLoop.Signal<Int, Never>.pipe()
+        let counter = ReactiveLoop.Atomic(0)
+        signal.observeValues { value in counter.modify { $0 += value } }
+        input.send(value: 2)
+        let property: ReactiveLoop.MutableProperty<Int> = .init(counter.value)
+        #expect(property.value == 2)
+    }
+
     @Test func notificationsArriveUntilTheSignalEnds() {
         let center = NotificationCenter()
         let name = Notification.Name("ReactiveLoopTests.ping")

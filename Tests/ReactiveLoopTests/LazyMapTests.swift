@@ -1,6 +1,6 @@
 import ReactiveLoopTestSupport
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 @Suite("lazyMap(on:)")
 struct LazyMapTests {

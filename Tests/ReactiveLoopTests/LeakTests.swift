@@ -1,6 +1,6 @@
 import ReactiveLoopTestSupport
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// Guarantee 5: termination releases observers and the generator's resources; a signal with
 /// no observers and no outside reference is released.

@@ -2,7 +2,7 @@ import Foundation
 import ReactiveLoopTestSupport
 import Testing
 
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 @Suite("Lifetime")
 struct LifetimeTests {

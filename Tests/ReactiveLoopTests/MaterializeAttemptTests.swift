@@ -1,5 +1,5 @@
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 @Suite("materialize and dematerialize")
 struct MaterializeTests {

@@ -1,7 +1,7 @@
 import Foundation
 import ReactiveLoopTestSupport
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// Every unary producer operator, through the same five checks: completion, failure,
 /// interruption, disposal in the middle of a run, and two starts as two independent runs.

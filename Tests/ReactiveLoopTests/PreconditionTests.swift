@@ -1,5 +1,5 @@
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// Bad arguments stop the program with a message that names the API, the argument and the value.
 @Suite("Preconditions")

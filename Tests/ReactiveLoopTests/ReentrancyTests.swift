@@ -1,7 +1,7 @@
 import Foundation
 import ReactiveLoopTestSupport
 import Testing
-@testable @_spi(Testing) import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoopCore
 
 /// Guarantee 2: a reentrant send never deadlocks; it is queued and delivered, in FIFO order,
 /// right after the current delivery and before the outermost send returns. Every test runs

@@ -1,5 +1,5 @@
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 @Suite("scan, scanMap, reduce")
 struct ScanTests {

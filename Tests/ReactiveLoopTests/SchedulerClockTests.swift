@@ -2,7 +2,7 @@ import Foundation
 import ReactiveLoopTestSupport
 import Synchronization
 import Testing
-@testable @_spi(Testing) import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoopCore
 
 /// A wall clock that counts how often it is read.
 final class CountingWallClock: Sendable {

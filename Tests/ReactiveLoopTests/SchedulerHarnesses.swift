@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import ReactiveLoopTestSupport
 import Testing
-@testable @_spi(Testing) import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoopCore
 
 /// The shared conformance checks (ReactiveLoopTestSupport's `SchedulerConformance`) on the
 /// schedulers of the core.

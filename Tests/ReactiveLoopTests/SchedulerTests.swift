@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import ReactiveLoopTestSupport
 import Testing
-@testable @_spi(Testing) import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoopCore
 
 @Suite("TestScheduler")
 struct TestSchedulerTests {

@@ -1,7 +1,7 @@
 import Foundation
 import ReactiveLoopTestSupport
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// Signals and producer runs share one delivery mechanism, so the rules about who delivers what,
 /// and when, are the same for both.

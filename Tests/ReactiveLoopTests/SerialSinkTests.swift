@@ -2,7 +2,7 @@ import Foundation
 import ReactiveLoopTestSupport
 import Synchronization
 import Testing
-@testable @_spi(Testing) import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoopCore
 
 /// A value type that names the producer of the sink contention test in reports.
 struct SinkContentionMarker: Sendable { let value: Int }

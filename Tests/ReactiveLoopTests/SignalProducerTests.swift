@@ -1,6 +1,6 @@
 import ReactiveLoopTestSupport
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// Records every event it receives.
 final class Recorder<Value, Error: Swift.Error>: @unchecked Sendable {

@@ -1,5 +1,5 @@
 import Testing
-@testable @_spi(Testing) import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoopCore
 
 struct TestError: Swift.Error, Equatable { var code = 0 }
 

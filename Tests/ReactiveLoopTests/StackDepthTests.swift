@@ -1,7 +1,7 @@
 import Foundation
 import ReactiveLoopTestSupport
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// Runs `body` on a thread with a 512 KiB stack (a typical secondary thread's is 512 KiB on
 /// Darwin and 8 MiB on Linux): recursion per run would overflow it long before 100,000 runs.

@@ -2,7 +2,7 @@ import Foundation
 import ReactiveLoopTestSupport
 import Synchronization
 import Testing
-@testable @_spi(Testing) import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoopCore
 
 /// Guarantee 1 under load: events are serial, every value arrives, each sender's values keep
 /// their order, and the terminal event comes last. The observers keep plain, unsynchronized

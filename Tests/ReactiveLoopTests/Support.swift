@@ -3,7 +3,7 @@
 
 import Foundation
 import ReactiveLoopTestSupport
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// Serializes tests that switch `_SignalCoreKind.current`.
 let coreKindLock = NSLock()

@@ -1,7 +1,7 @@
 import Foundation
 import ReactiveLoopTestSupport
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 @Suite("The runs of the operators that deliver on a scheduler")
 struct TimedTests {

@@ -1,5 +1,5 @@
 import Foundation
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// Records events with the virtual time (seconds since the scheduler's start) they arrived at.
 final class Timeline<Value, Error: Swift.Error>: @unchecked Sendable {

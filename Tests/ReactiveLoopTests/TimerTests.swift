@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 @Suite("timer and interval")
 struct TimerTests {

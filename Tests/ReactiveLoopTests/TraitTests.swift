@@ -2,7 +2,7 @@ import Foundation
 import ReactiveLoopTestSupport
 import Testing
 
-@testable @_spi(Testing) import ReactiveLoop
+@testable @_spi(Testing) import ReactiveLoopCore
 
 /// Serializes the tests that switch off the trap on broken trait promises (a global).
 let traitTrapLock = NSLock()

@@ -1,5 +1,5 @@
 import Testing
-@testable import ReactiveLoop
+@testable import ReactiveLoopCore
 
 /// A flattened `ValidatingProperty.Result`, comparable in tests.
 enum Outcome: Equatable {

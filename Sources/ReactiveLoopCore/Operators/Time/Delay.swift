@@ -1,4 +1,12 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 /// delay: values and completion shifted by `interval`, in their order, through one FIFO queue
 /// and at most one pending timer (not one timer per value).

@@ -1,4 +1,12 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 // Shared plumbing for time-based operators: each builds the observer of its input from the
 // output's serializing sink. Timer callbacks arrive on the scheduler's thread and change the

@@ -1,5 +1,13 @@
 import Dispatch
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 import Synchronization
 
 /// A scheduler that runs actions on a serial `DispatchQueue`.

@@ -1,4 +1,12 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 /// debounce: a value is sent once `interval` has passed without a newer one. Per input: one
 /// clock read and a store; at most one timer is pending, re-armed only if values kept coming.

@@ -1,5 +1,13 @@
 import Dispatch
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 import Synchronization
 
 /// A scheduler for the main thread, like ReactiveSwift's `UIScheduler` (also available under
@@ -30,7 +38,7 @@ public final class MainScheduler: Scheduler {
 
     /// Whether the caller runs on the main queue, or on the main thread outside any queue.
     static var isOnMain: Bool {
-        DispatchQueue.getSpecific(key: mainQueueKey) == true || Thread.isMainThread
+        DispatchQueue.getSpecific(key: mainQueueKey) == true || isMainThread()
     }
 
     /// Creates a main scheduler.
@@ -63,3 +71,19 @@ extension MainScheduler: @unchecked Sendable {}  // Stateless but for the shared
 
 /// ReactiveSwift's name for `MainScheduler`.
 public typealias UIScheduler = MainScheduler
+
+#if canImport(Glibc)
+    /// The calling thread's id, from glibc's `gettid` (looked up once: the C library declares it
+    /// only for `_GNU_SOURCE`, which Swift's Glibc module does not set).
+    private let currentThreadID: (@convention(c) () -> pid_t)? = dlsym(nil, "gettid").map {
+        unsafeBitCast($0, to: (@convention(c) () -> pid_t).self)
+    }
+
+    /// Whether the caller runs on the process's main thread: on Linux, the thread whose id is the
+    /// process id (what Foundation's `Thread.isMainThread` answers, without loading Foundation).
+    private func isMainThread() -> Bool {
+        currentThreadID.map { $0() == getpid() } ?? false
+    }
+#else
+    private func isMainThread() -> Bool { Thread.isMainThread }
+#endif

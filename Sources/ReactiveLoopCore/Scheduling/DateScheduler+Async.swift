@@ -1,7 +1,15 @@
 // Async helpers on any DateScheduler: sleeping on its clock, and its timer as an AsyncStream.
 
 import Dispatch
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 extension DateScheduler {
     /// Suspends the calling task for `interval` on this scheduler's clock.

@@ -1,5 +1,13 @@
 import Dispatch
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 /// Stops the program with `message` unless `condition` holds, in release builds too.
 ///

@@ -1,4 +1,12 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 @usableFromInline
 final class _CollectEveryState<Value, Error: Swift.Error>: @unchecked Sendable {  // Confined to the sink's owner.

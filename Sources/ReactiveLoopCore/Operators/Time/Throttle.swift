@@ -1,4 +1,12 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 /// throttle: at most one value per `interval`, the latest one. Per input it only stores the
 /// value: no clock read and no timer, except when a quiet stream wakes up (one immediate send)

@@ -1,4 +1,12 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 import Synchronization
 
 /// A date scheduler that also schedules on its own clock, with no wall-clock date in between.

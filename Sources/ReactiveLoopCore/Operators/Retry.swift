@@ -1,6 +1,14 @@
 // retry(upTo:) and retry(upTo:interval:on:): a failed run started again.
 
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 extension SignalProducer {
     /// Starts the producer again after a failure, up to `count` more times; the last failure

@@ -2,7 +2,15 @@
 // exact Duration the schedulers' clocks keep.
 
 import Dispatch
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 extension DispatchTimeInterval {
     /// The interval in seconds; `.never` is infinite.

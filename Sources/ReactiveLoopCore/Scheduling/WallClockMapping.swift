@@ -1,5 +1,13 @@
 import Dispatch
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 /// Turns wall-clock dates into deadlines on the monotonic clock (`CLOCK_MONOTONIC`, the clock of
 /// `DispatchTime` and of libuv's `uv_hrtime`), for the schedulers that run on real time.

@@ -1,4 +1,12 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 /// timeout for one run: fails the output at the deadline, forwards the input otherwise.
 @usableFromInline

@@ -1,5 +1,13 @@
 import Dispatch
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 /// Runs actions somewhere: at once, on a queue, on the main queue, on an event loop, or in
 /// virtual time.

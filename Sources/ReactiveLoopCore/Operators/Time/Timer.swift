@@ -1,4 +1,12 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import Dispatch
+    import FoundationEssentials
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+#else
+    import Foundation
+#endif
 
 extension SignalProducer where Value == Date, Error == Never {
     /// Sends the scheduler's date every `interval`, starting one interval after the start,
