@@ -73,6 +73,18 @@ final class _StreamCore: _LoopOwnedHandle, @unchecked Sendable {  // Vars: confi
     // Confined to the loop thread. The pending timeout check, if any, and when it runs.
     private var timeoutCheck: _LoopTimedAction?
     private var timeoutCheckAt: UInt64 = 0
+    // Confined to the loop thread. Whether libuv reads the stream now; the turn of the loop
+    // (its `uv_now`) of the last read, and the reads made in it.
+    private var isReading = false
+    private var turn: UInt64 = 0
+    private var readsThisTurn = 0
+
+    /// The most reads (of up to 64 KiB each) a connection takes in one turn of its loop. libuv
+    /// reads a stream up to 32 times per wake-up while its peer keeps the socket full; when
+    /// what the reads feed is slow (a parser), a few fast peers then held the loop for seconds,
+    /// and every other socket, timer and signal waited. Past this, the connection stops reading
+    /// until the next turn, after the loop has polled everything else.
+    static let readsPerTurn = 4
 
     init(loop: EventLoop, api: String) {
         self.loop = loop
@@ -194,10 +206,25 @@ final class _StreamCore: _LoopOwnedHandle, @unchecked Sendable {  // Vars: confi
     }
 
     private func stopReading() {
+        isReading = false
         if handle != nil { uv_read_stop(stream) }
     }
 
+    /// Stops reading for the rest of this turn of the loop; reading resumes at the next (unless
+    /// the run has ended or the connection closed meanwhile).
+    private func yieldTurn() {
+        stopReading()
+        _ = loop.execute { [weak self] in
+            guard let self, handle != nil, !isReading, reader.observer != nil else { return }
+            if let error = startReading() {
+                reader.fail(error)
+                closeOnLoop(interrupted: false)
+            }
+        }
+    }
+
     private func startReading() -> UVError? {
+        readsThisTurn = 0
         let status = uv_read_start(
             stream,
             { handle, _, buf in
@@ -209,7 +236,9 @@ final class _StreamCore: _LoopOwnedHandle, @unchecked Sendable {  // Vars: confi
             { stream, nread, _ in
                 _StreamCore.owner(of: stream).received(nread)
             })
-        return status < 0 ? UVError(code: status, operation: "uv_read_start") : nil
+        if status < 0 { return UVError(code: status, operation: "uv_read_start") }
+        isReading = true
+        return nil
     }
 
     private func received(_ count: Int) {
@@ -221,6 +250,13 @@ final class _StreamCore: _LoopOwnedHandle, @unchecked Sendable {  // Vars: confi
         if count != 0 && limits.idleTimeout != nil { activityAt = uv_hrtime() }
         if count > 0, let storage {
             reader.observer?.send(value: ReceivedBytes(storage: storage, range: 0..<count))
+            let now = uv_now(loop.uvLoop)
+            if now != turn {
+                turn = now
+                readsThisTurn = 0
+            }
+            readsThisTurn += 1
+            if readsThisTurn >= Self.readsPerTurn && isReading && handle != nil { yieldTurn() }
         } else if count == Int(UV_EOF.rawValue) {
             reader.finish(interrupted: false)
             closeAfterPendingWrites()

@@ -1,7 +1,7 @@
 import Foundation
 import ReactiveLoop
 import ReactiveLoopTestSupport
-import ReactiveLoopUV
+@testable import ReactiveLoopUV
 import Testing
 
 #if canImport(Glibc)
@@ -155,6 +155,56 @@ struct UnixStreamTests {
             let third = connectUnixStream(to: path)
             defer { close(third) }
             #expect(accepted(on: listener) {} != nil, "the listener goes on")
+        }
+    }
+
+    @Test func peersThatKeepTheSocketFullTakeTurnsWithTheRestOfTheLoop() throws {
+        try withLoop { loop in
+            let path = temporaryPath()
+            let listener = try UnixStreamListener(boundTo: path, on: loop)
+            defer { listener.close() }
+            // Each read costs 1 ms, as a parser's would; a timer due every millisecond marks the
+            // loop's turns. Between two ticks, each connection reads at most its budget.
+            let reads = Box<[Int: Int]>([:])
+            let mostBetweenTicks = Box(0)
+            let chunks = Box(0)
+            var index = 0
+            listener.connections.start { event in
+                guard case let .value(connection) = event else { return }
+                let id = index
+                index += 1
+                connection.bytes.start { event in
+                    guard event.value != nil else { return }
+                    let start = DispatchTime.now().uptimeNanoseconds
+                    while DispatchTime.now().uptimeNanoseconds - start < 1_000_000 {}
+                    chunks.modify { $0 += 1 }
+                    reads.modify { $0[id, default: 0] += 1 }
+                    mostBetweenTicks.modify { $0 = max($0, reads.value[id]!) }
+                }
+            }
+            let ticks = LoopScheduler(loop: loop).schedule(
+                after: Date(), interval: .milliseconds(1), leeway: .nanoseconds(0)
+            ) { reads.value = [:] }
+            defer { ticks?.dispose() }
+            // Three peers that write as fast as the socket takes it.
+            let stop = Box(false)
+            let writers = DispatchGroup()
+            for _ in 0..<3 {
+                let fd = connectUnixStream(to: path)
+                #expect(fd >= 0)
+                DispatchQueue.global().async(group: writers) {
+                    let block = [UInt8](repeating: 65, count: 65536)
+                    while !stop.value && send(fd, block, block.count, Int32(MSG_NOSIGNAL)) > 0 {}
+                    close(fd)
+                }
+            }
+            #expect(eventually { chunks.value >= 200 })
+            stop.value = true
+            listener.close()
+            _ = writers.wait(timeout: .now() + 10)
+            #expect(
+                mostBetweenTicks.value <= _StreamCore.readsPerTurn && _StreamCore.readsPerTurn < 32,
+                "a connection read \(mostBetweenTicks.value) times in one turn of the loop")
         }
     }
 
