@@ -83,8 +83,9 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
     /// `loopd_x`, `LOOPD-x`, `.loopd.x`; see `StatsDParser.isReserved`): a client cannot forge
     /// or hide them.
     case reservedName
-    /// A TCP line without its `\n` when the client closed the connection or it failed: it may
-    /// be cut short, so it is not recorded; reported by loopd, not the parser.
+    /// A stream client's line without its `\n`, or DogStatsD frame cut short, when the client
+    /// closed the connection, it failed or loopd stopped: it may be cut short, so it is not
+    /// recorded; reported by loopd, not the parser.
     case unterminated
     /// A DogStatsD event (`_e{…}`) whose lengths do not match its title and text; reported by
     /// `Ingest`.
@@ -107,7 +108,7 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
         case .tooManyTags: "more than \(StatsDParser.maxTags) tags"
         case .nonFinite: "would make the series' value or a total infinite or NaN"
         case .reservedName: "names that an output would show as loopd.* or loopd_* are loopd's own metrics"
-        case .unterminated: "a TCP line without its newline when the connection ended"
+        case .unterminated: "a line without its newline, or a frame cut short, when the connection ended"
         case .badEvent: "malformed DogStatsD event"
         case .badServiceCheck: "malformed DogStatsD service check"
         }

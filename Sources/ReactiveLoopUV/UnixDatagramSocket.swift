@@ -51,7 +51,7 @@ public final class UnixDatagramSocket: _LoopOwnedHandle, @unchecked Sendable {  
     ///   - mode: The socket file's permissions (`0o660`: the owner and the group may send). The
     ///     queue's length is the system's `net.unix.max_dgram_qlen`, not a receive buffer size.
     /// - Throws: `UVError`: `ENAMETOOLONG` for a path longer than a socket address holds,
-    ///   `EADDRINUSE` if a socket at `path` is in use, `EEXIST` if a file that is not a socket is
+    ///   `EADDRINUSE` if a socket at `path` is in use (`EACCES` if this user may not connect to it), `EEXIST` if a file that is not a socket is
     ///   there, or the system's error from `socket`, `bind` or `chmod`.
     public init(boundTo path: String, on loop: EventLoop, mode: UInt32 = 0o660) throws(UVError) {
         self.loop = loop

@@ -32,7 +32,7 @@ struct _UnixSocketFile {
     /// A new non-blocking socket of `type` (`SOCK_DGRAM`, `SOCK_STREAM`) bound to `path`, its
     /// file given `mode`, and the file. The caller owns the descriptor.
     ///
-    /// - Throws: `UVError`: see `address(of:_:)`; `EADDRINUSE` if a socket someone may be using
+    /// - Throws: `UVError`: see `address(of:_:)`; `EACCES` if a socket this user may not connect to is there, `EADDRINUSE` if a socket someone may be using
     ///   is at `path`, `EEXIST` if a file that is not a socket is there, or the system's error
     ///   from `socket`, `bind` or `chmod`.
     static func bind(_ path: String, type: Int32, mode: UInt32, _ operation: String) throws(UVError) -> (
@@ -77,8 +77,9 @@ struct _UnixSocketFile {
         }
         // A socket left by a process that is gone refuses a connect (ECONNREFUSED), whatever
         // the type asked. A live socket of the other type answers EPROTOTYPE: the probe tries
-        // the other type then. Any other answer (a connect, EACCES for a socket this user may
-        // not write to, EAGAIN for a full backlog) is a socket someone may be using.
+        // the other type then. A socket this user may not write to (EACCES) cannot be told
+        // stale or live: it is refused as such. Any other answer (a connect, EAGAIN for a full
+        // backlog) is a socket someone may be using.
         for type in [SOCK_DGRAM, SOCK_STREAM] {
             let probe = socket(
                 AF_UNIX, Int32(type.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -92,6 +93,12 @@ struct _UnixSocketFile {
             Glibc.close(probe)
             if answer == ECONNREFUSED { break }
             if answer == EPROTOTYPE && type == SOCK_DGRAM { continue }
+            if answer == EACCES {
+                throw UVError(
+                    code: Int32(UV_EACCES.rawValue),
+                    operation: "\(operation): a socket is there that this user may not connect to, so cannot tell stale"
+                )
+            }
             throw UVError(code: Int32(UV_EADDRINUSE.rawValue), operation: "\(operation): a socket in use is there")
         }
         unlink(path)

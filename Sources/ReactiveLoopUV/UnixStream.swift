@@ -27,7 +27,7 @@ public final class UnixStreamListener: Sendable {
     ///   - mode: The socket file's permissions (`0o660`: the owner and the group may connect).
     ///   - backlog: How many connections the kernel queues while none is accepted.
     /// - Throws: `UVError`: `ENAMETOOLONG` for an empty path or one longer than a socket address
-    ///   holds (107 bytes), `EADDRINUSE` if a socket at `path` is in use, `EEXIST` if a file that
+    ///   holds (107 bytes), `EADDRINUSE` if a socket at `path` is in use (`EACCES` if this user may not connect to it), `EEXIST` if a file that
     ///   is not a socket is there, the system's error from `socket`, `bind`, `chmod` or
     ///   `listen`, or `UVError.loopStopped`.
     /// - Precondition: `backlog` is positive.

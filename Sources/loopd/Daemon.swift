@@ -619,6 +619,10 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         unixStream?.close()
         prometheus?.close()
         _ = scheduler.schedule(after: scheduler.currentDate.addingTimeInterval(0.1)) { [self] in
+            // Clients first: closing one ends its run, which counts a line or frame it left
+            // unfinished as a bad line; disposing the runs first would lose it uncounted.
+            for connection in connections.values { connection.close() }
+            connections = [:]
             inputs.dispose()
             flushTimer?.dispose()
             // Each reader drains and closes its socket on its loop, before the final flush
@@ -632,8 +636,6 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
                 _ = unix.drain { bytes, truncated in ingest.ingest(datagram: bytes, truncated: truncated) }
                 unix.close()
             }
-            for connection in connections.values { connection.close() }
-            connections = [:]
             // Bounded: a stalled output delays the exit by `outputGrace` at most, Graphite by
             // 0.5 s more.
             flush { [self] in finishStopping() }

@@ -16,7 +16,8 @@ enum StreamRecord {
 extension SignalProducer where Value == ReceivedBytes, Error == UVError {
     /// The records of a Unix stream client, which may send lines (as over TCP) or DogStatsD's
     /// frames (`DogStatsDFrameDecoder`): the first 4 bytes tell which. A frame's length below
-    /// 16 MiB has a NUL as its 4th byte, which no StatsD line has.
+    /// 16 MiB has a NUL as its 4th byte, where a StatsD line has a name's character (a client
+    /// whose first line has a NUL there is read as sending frames).
     ///
     /// - Parameters:
     ///   - maxLine: The longest line; a longer one fails the run with `EMSGSIZE`.

@@ -133,7 +133,7 @@ struct LoopdEndToEndTests {
         let next = try TCPClient(port: loopd.port)
         next.send("after:1|c\n")
         try loopd.waitForLines(3)
-        try loopd.waitForLog("a TCP line without its newline when the connection ended")
+        try loopd.waitForLog("a line without its newline, or a frame cut short, when the connection ended")
         loopd.signal(SIGTERM)
         let totals = Totals(try loopd.flushes())
         #expect(totals.counters["whole"] == 1)
@@ -370,6 +370,35 @@ struct LoopdEndToEndTests {
         #expect(totals.counters["loopd.bad_lines"] == 3)
         #expect(loopd.log().contains("a DogStatsD frame of 70000 bytes, longer than 65536"))
         #expect(access(path, F_OK) != 0, "the socket file is removed at exit")
+    }
+
+    @Test func aLineOrFrameLeftUnfinishedAtSIGTERMIsCountedAsBad() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "loopd-uss-\(UUID().uuidString.prefix(8))"
+        ).path
+        defer { unlink(path) }
+        let loopd = try LoopdProcess(["--unix-stream", path])
+        try loopd.waitForLog("receiving on the Unix stream socket \(path)")
+        // A TCP client and a Unix stream client with a line each, the last unfinished, and a
+        // frame client with half a frame; all still connected at SIGTERM.
+        let tcp = try TCPClient(port: loopd.port)
+        let lines = connectUnixStream(to: path)
+        let frames = connectUnixStream(to: path)
+        defer {
+            close(lines)
+            close(frames)
+        }
+        for (fd, bytes) in [
+            (tcp.fd, Array("ok:1|c\npart:1|".utf8)), (lines, Array("ok:1|c\npart:1|".utf8)),
+            (frames, [6, 0, 0, 0] + Array("ok:1|c".utf8) + [9, 0, 0, 0] + Array("par".utf8)),
+        ] {
+            #expect(write(fd, bytes, bytes.count) == bytes.count)
+        }
+        try loopd.waitForLines(3)
+        #expect(loopd.signal(SIGTERM) < 5)
+        let totals = Totals(try loopd.flushes())
+        #expect(totals.counters["ok"] == 3)
+        #expect(totals.counters["loopd.bad_lines"] == 3, "each unfinished line or frame, counted")
     }
 
     /// A datagram socket playing systemd's notification socket, at `path` (a leading `@`:
