@@ -135,10 +135,12 @@ public struct QuantileSketch: Sendable, Equatable {
         return Swift.min(Swift.max(result, minValue), maxValue)
     }
 
-    /// How many added values are `<= bound`, approximately. The result is exact for a `bound` outside
-    /// `(min, max)`. Otherwise whole bins are counted when their representative value is `<= bound`, so a value
-    /// `x` can only be counted on the wrong side of `bound` if it shares its bin, which implies
-    /// `|x - bound| <= relativeAccuracy * |x|` (or that `x` was collapsed, see ``maxBins``). NaN counts nothing.
+    /// How many added values are `<= bound`, approximately: every value `<= bound` is counted (unless
+    /// it was collapsed, see ``maxBins``), and so is every value of `bound`'s own bin, so a value
+    /// `x > bound` is counted only if it shares that bin, which implies
+    /// `x - bound <= 2 * relativeAccuracy / (1 - relativeAccuracy) * |x|`. The result is exact for a
+    /// `bound` outside `(min, max)`. A value exactly on a bound (integer data on round bounds) is
+    /// thus always counted, as Prometheus' `le` asks. NaN counts nothing.
     public func count(atOrBelow bound: Double) -> UInt64 {
         guard total > 0, !bound.isNaN else { return 0 }
         if bound < minValue { return 0 }
@@ -146,16 +148,15 @@ public struct QuantileSketch: Sendable, Equatable {
         let bits = bound.bitPattern
         let isTiny = bits & 0x7FF0_0000_0000_0000 == 0
         if bound < 0 {
-            // Negative values with |v| >= |bound|: higher-index negative bins, plus the bound's own bin if its
-            // representative is >= |bound|.
+            // Negative values with |v| >= |bound|: higher-index negative bins, plus the bound's own bin.
             if isTiny { return negative.totalCount }
             let index = Self.binIndex(magnitudeBits: bits)
-            return negative.count(aboveIndex: index, includingIndex: Self.representative(index) >= -bound)
+            return negative.count(aboveIndex: index, includingIndex: true)
         }
         var result = negative.totalCount + zeroCount
         if isTiny { return result }
         let index = Self.binIndex(magnitudeBits: bits)
-        result += positive.count(belowIndex: index, includingIndex: Self.representative(index) <= bound)
+        result += positive.count(belowIndex: index, includingIndex: true)
         return result
     }
 
