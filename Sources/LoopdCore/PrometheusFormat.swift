@@ -143,51 +143,93 @@ public final class PrometheusExposition {
     private var names: [ByteKey: (name: [UInt8], labels: [UInt8])] = [:]
 
     /// A counter's or histogram's numbers: its count, its sum and its cumulative buckets, with
-    /// their bounds. Only histograms of the same bounds are added up.
+    /// their bounds.
     struct Counted {
         var total = 0.0
         var sum = 0.0
         var buckets: [Double] = []
         var bounds: [Double] = []
 
+        /// Adds `rhs`, its buckets carried over to `lhs`'s bounds if they differ (see
+        /// `PrometheusExposition.carry`).
         static func += (lhs: inout Counted, rhs: Counted) {
             lhs.total += rhs.total
             lhs.sum += rhs.sum
-            if lhs.buckets.isEmpty {
-                lhs.buckets = [Double](repeating: 0, count: rhs.buckets.count)
+            if lhs.buckets.isEmpty && lhs.bounds.isEmpty {
+                lhs.buckets = rhs.buckets
                 lhs.bounds = rhs.bounds
+                return
             }
-            for index in lhs.buckets.indices where index < rhs.buckets.count {
-                lhs.buckets[index] += rhs.buckets[index]
-            }
+            let added = rhs.bounds == lhs.bounds ? rhs.buckets : carry(rhs.buckets, from: rhs.bounds, to: lhs.bounds)
+            for index in lhs.buckets.indices where index < added.count { lhs.buckets[index] += added[index] }
         }
 
         var isFinite: Bool { total.isFinite && sum.isFinite }
     }
 
-    /// A counter or histogram shown: its series (canonical key → what it had counted), and what
-    /// series that have left it (expired, or expired and created again) had counted, which it
-    /// keeps showing so that it never goes down.
+    /// Cumulative bucket counts of `old` bounds carried over to `new` ones: a bound in both keeps
+    /// its count, and a new bound takes the count of the highest old bound below it (0 if none),
+    /// which may leave out samples between the two but never makes a bucket go down or exceed
+    /// the next one.
+    static func carry(_ counts: [Double], from old: [Double], to new: [Double]) -> [Double] {
+        var carried = [Double]()
+        carried.reserveCapacity(new.count)
+        var below = 0.0
+        var index = 0
+        for bound in new {
+            while index < old.count && index < counts.count && old[index] <= bound {
+                below = counts[index]
+                index += 1
+            }
+            carried.append(below)
+        }
+        return carried
+    }
+
+    /// A counter or histogram shown that merges several series: what they had counted at the
+    /// last flush, and what series that left it had counted, which it keeps showing so that it
+    /// never goes down.
     struct Shown {
+        /// The series shown in it at the last flush.
         var series: [ByteKey: Counted] = [:]
+        /// Series still in the table but not shown in it (left out, their bounds differing from
+        /// its), with what they had counted when last shown: counted until they come back.
+        var absent: [ByteKey: Counted] = [:]
+        /// What series that left it for good (expired, or expired and created anew) had counted.
         var gone = Counted()
 
-        /// What to show for `series` now, and the state for the next flush.
-        static func next(_ previous: Shown?, _ series: [(ByteKey, Counted)]) -> (Counted, Shown) {
+        /// What to show for `series` now (with `bounds`), and the state for the next flush;
+        /// `inTable` tells which series the table still holds.
+        static func next(
+            _ previous: Shown?, _ series: [(ByteKey, Counted)], bounds: [Double], inTable: (ByteKey) -> Bool
+        ) -> (Counted, Shown) {
             var state = Shown()
             state.gone = previous?.gone ?? Counted()
             for (key, counted) in series { state.series[key] = counted }
-            for (key, counted) in previous?.series ?? [:] {
-                // A series counts up while it lives: less means it left and came back.
-                if let now = state.series[key], now.total >= counted.total { continue }
-                state.gone += counted
+            var earlier = previous?.absent ?? [:]
+            for (key, counted) in previous?.series ?? [:] { earlier[key] = counted }
+            for (key, counted) in earlier {
+                if let now = state.series[key] {
+                    // A series counts up while it lives: less means it expired and came back,
+                    // and what it had counted stays counted. Otherwise `now` holds it all.
+                    if now.total < counted.total { state.gone += counted }
+                } else if inTable(key) {
+                    state.absent[key] = counted
+                } else {
+                    state.gone += counted
+                }
             }
-            var total = state.gone
+            var total = Counted(buckets: [Double](repeating: 0, count: bounds.count), bounds: bounds)
+            total += state.gone
+            for (_, counted) in state.absent { total += counted }
             for (_, counted) in series { total += counted }
             // Past the largest number, start again from what the series count.
             guard total.isFinite else {
                 state.gone = Counted()
-                return (series.reduce(into: Counted()) { $0 += $1.1 }, state)
+                state.absent = [:]
+                var fresh = Counted(buckets: [Double](repeating: 0, count: bounds.count), bounds: bounds)
+                for (_, counted) in series { fresh += counted }
+                return (fresh, state)
             }
             return (total, state)
         }
@@ -349,16 +391,13 @@ public final class PrometheusExposition {
         var nextShown = [ByteKey: Shown]()
         for index in shown.indices where !parts[index].isEmpty {
             let key = ByteKey(shown[index].name + [UInt8(ascii: "{")] + shown[index].labels)
-            // A histogram whose bounds changed (a reload) starts again from its series' counts:
-            // counts of other bounds cannot be added to them.
-            let previous = self.shown[key].flatMap { previous in
-                previous.series.values.allSatisfy { $0.bounds == shown[index].bounds }
-                    && (previous.gone.buckets.isEmpty || previous.gone.bounds == shown[index].bounds) ? previous : nil
-            }
+            let previous = self.shown[key]
             guard parts[index].count > 1 || previous != nil else { continue }
-            let (total, state) = Shown.next(previous, parts[index])
+            let (total, state) = Shown.next(previous, parts[index], bounds: shown[index].bounds) {
+                nextNames[$0] != nil
+            }
             (shown[index].total, shown[index].sum, shown[index].buckets) = (total.total, total.sum, total.buckets)
-            if state.series.count > 1 || state.gone.total > 0 { nextShown[key] = state }
+            if state.series.count > 1 || state.gone.total > 0 || !state.absent.isEmpty { nextShown[key] = state }
         }
         self.shown = nextShown
         // Group each family's series together, in first-seen order of families (a counting
@@ -465,10 +504,13 @@ public final class PrometheusExposition {
                 "PrometheusExposition.render: summaries must come from flush.summaries(bucketBounds: options.bucketBounds)"
             )
             // A count below the last one is a series created anew (it expired): its buckets
-            // start again too, as they do when its bounds change (a reload).
+            // start again too. When its bounds change (a reload), its counts are carried over.
             var counts =
-                cumulative[key].flatMap { $0.total <= summary.total && $0.bounds == bounds ? $0.buckets : nil }
-                ?? [Double](repeating: 0, count: bounds.count)
+                cumulative[key].flatMap { last in
+                    guard last.total <= summary.total else { return nil }
+                    return last.bounds == bounds
+                        ? last.buckets : Self.carry(last.buckets, from: last.bounds, to: bounds)
+                } ?? [Double](repeating: 0, count: bounds.count)
             if summary.stats != nil {
                 for index in counts.indices { counts[index] += summary.buckets[index] }
             }

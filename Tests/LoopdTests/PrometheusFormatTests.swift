@@ -236,7 +236,7 @@ struct PrometheusFormatTests {
         #expect(lines.contains("lat_bucket{le=\"5\"} 2"), "the d's 9 is above 5")
     }
 
-    @Test func aMappingRulesBucketsAreItsSeriesBoundsAcrossFlushesAndAReloadStartsThemAgain() throws {
+    @Test func aMappingRulesBucketsAreItsSeriesBoundsAcrossFlushesAndAReloadCarriesTheirCountsOver() throws {
         let rules = [
             try MappingRule(match: "api.*", name: "api_$1", buckets: [0.05, 0.5]),
             try MappingRule(match: "web.*", name: "web.$1", buckets: [1]),
@@ -258,12 +258,16 @@ struct PrometheusFormatTests {
         #expect(lines.contains("api_lat_seconds_bucket{le=\"0.05\"} 2") && lines.contains("api_lat_seconds_count 4"))
         (lines, _, _) = try render(renderer, flush(ingest))
         #expect(lines.contains("api_lat_seconds_bucket{le=\"0.5\"} 3"))
-        // A reload gives the series other bounds: its buckets start again, its count goes on.
-        ingest.setMapper(Mapper(rules: [try MappingRule(match: "api.*", name: "api_$1", buckets: [0.1])]))
+        // A reload gives the series other bounds: a bound kept keeps its count, a new one starts
+        // from the count of the highest old bound below it; the count goes on.
+        ingest.setMapper(
+            Mapper(rules: [try MappingRule(match: "api.*", name: "api_$1", buckets: [0.01, 0.05, 0.1])]))
         feed(ingest, "api.lat:50|ms")
         (lines, _, _) = try render(renderer, flush(ingest))
-        #expect(lines.contains("api_lat_seconds_bucket{le=\"0.1\"} 1"))
-        #expect(!lines.contains { $0.hasPrefix("api_lat_seconds_bucket{le=\"0.05\"}") })
+        #expect(lines.contains("api_lat_seconds_bucket{le=\"0.01\"} 0"))
+        #expect(lines.contains("api_lat_seconds_bucket{le=\"0.05\"} 3"), "2 before, and the 50 ms")
+        #expect(lines.contains("api_lat_seconds_bucket{le=\"0.1\"} 3"), "from le=0.05's 2, and the 50 ms")
+        #expect(!lines.contains { $0.hasPrefix("api_lat_seconds_bucket{le=\"0.5\"}") })
         #expect(lines.contains("api_lat_seconds_count 5") && lines.contains("api_lat_seconds_bucket{le=\"+Inf\"} 5"))
         // Two series that meet once cleaned are merged only if their bounds are the same.
         let meeting = Ingest(
@@ -279,6 +283,36 @@ struct PrometheusFormatTests {
         feed(ingest, "api.lat:50|ms")
         (lines, _, _) = try render(summaries, flush(ingest))
         #expect(lines.contains("# TYPE api_lat_seconds summary"))
+    }
+
+    @Test func mergedHistogramsWhoseBoundsPartAndMeetAgainCountEachSampleOnce() throws {
+        func rules(_ second: [Double]) throws -> Mapper {
+            Mapper(rules: [
+                try MappingRule(match: "lat.q", buckets: [1, 2]), try MappingRule(match: "lat-q", buckets: second),
+            ])
+        }
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100, mapper: try rules([1, 2]))
+        let renderer = PrometheusExposition(options: PrometheusOptions(buckets: [5]))
+        feed(ingest, String(repeating: "lat.q:1|h\n", count: 10) + String(repeating: "lat-q:1|h\n", count: 100))
+        var sent = 110.0
+        var lastCount = 0.0
+        var lastLow = 0.0
+        for step in 0..<6 {
+            let (lines, _, _) = try render(renderer, flush(ingest))
+            let count = try #require(
+                lines.first { $0.hasPrefix("lat_q_count ") }.flatMap { Double($0.split(separator: " ")[1]) })
+            let low = try #require(
+                lines.first { $0.hasPrefix("lat_q_bucket{le=\"1\"} ") }.flatMap { Double($0.split(separator: " ")[1]) })
+            // Never more than was sent to both, never less than the last flush showed.
+            #expect(count <= sent && count >= lastCount, "step \(step): \(count) of \(sent)")
+            #expect(low <= count && low >= lastLow, "step \(step): le=1 \(low)")
+            (lastCount, lastLow) = (count, low)
+            // The second series' bounds part from the first's, then meet them again.
+            ingest.setMapper(try rules(step % 2 == 0 ? [1, 3] : [1, 2]))
+            feed(ingest, "lat.q:1|h\nlat-q:1|h")
+            sent += 2
+        }
+        #expect(lastCount >= 110, "nothing counted is forgotten")
     }
 
     @Test func aMergedCounterNeverGoesDownWhenOneOfItsSeriesExpires() throws {
