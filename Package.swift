@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "signup-demo", targets: ["SignUpDemo"]),
     ],
     dependencies: [
+        // loopd-bench's command line (loopd reads its own: see CommandLineOptions).
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
@@ -57,7 +58,6 @@ let package = Package(
             name: "loopd",
             dependencies: [
                 "LoopdCore", "ReactiveLoopCore", "ReactiveLoopUV",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
