@@ -22,14 +22,23 @@ import NIOPosix
 @_spi(Testing) import ReactiveLoop
 import ReactiveLoopUV
 
-/// Deadline offsets in nanoseconds, uniform within 100 ms, from a fixed seed.
-let timerOffsets: [UInt64] = {
+/// Deadline offsets in nanoseconds, uniform within 100 ms, from a fixed seed: for the runs that
+/// fire every timer (most are due while the rest are still being scheduled).
+let timerOffsets: [UInt64] = timerDeadlineOffsets(from: 0, within: 100_000_000)
+
+/// Deadline offsets 1 to 2 s ahead, from the same seed: for the runs that measure scheduling
+/// alone, so that every deadline is still in the future when it is scheduled (scheduling 1M
+/// takes well under a second) and the path measured is the one of a timer not yet due, for
+/// each scheduler alike.
+let futureTimerOffsets: [UInt64] = timerDeadlineOffsets(from: 1_000_000_000, within: 1_000_000_000)
+
+func timerDeadlineOffsets(from start: UInt64, within span: UInt64) -> [UInt64] {
     var state: UInt64 = 0x9E37_79B9_7F4A_7C15
     return (0..<1_000_000).map { _ in
         state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return (state >> 33) % 100_000_000
+        return start + (state >> 33) % span
     }
-}()
+}
 
 /// CLOCK_MONOTONIC in nanoseconds (the clock of `uv_hrtime` and of Dispatch's uptime).
 @inline(__always) func monotonicNow() -> UInt64 {
@@ -107,13 +116,14 @@ func loopBenchmarks() {
     /// Schedules the 1M timers on the loop thread; the measurement ends after scheduling, or
     /// after the last fired.
     func loopSchedulerTimers(_ benchmark: Benchmark, scheduleOnly: Bool) {
+        let offsets = scheduleOnly ? futureTimerOffsets : timerOffsets
         let countdown = Countdown()
         let scheduled = DispatchSemaphore(value: 0)
         benchmark.startMeasurement()
         loop.execute {
-            countdown.remaining = timerOffsets.count
+            countdown.remaining = offsets.count
             let base = Date()
-            for offset in timerOffsets {
+            for offset in offsets {
                 scheduler.schedule(after: base.addingTimeInterval(Double(offset) / 1e9)) { countdown.tick() }
             }
             scheduled.signal()
@@ -233,14 +243,15 @@ func loopBenchmarks() {
     let nioLoop = group.next()
 
     func nioTimers(_ benchmark: Benchmark, scheduleOnly: Bool, callbacks: Bool) {
+        let offsets = scheduleOnly ? futureTimerOffsets : timerOffsets
         let countdown = Countdown()
         let scheduled = DispatchSemaphore(value: 0)
         let handler = CountdownHandler(countdown: countdown)
         benchmark.startMeasurement()
         nioLoop.execute {
-            countdown.remaining = timerOffsets.count
+            countdown.remaining = offsets.count
             let base = NIODeadline.now()
-            for offset in timerOffsets {
+            for offset in offsets {
                 let deadline = base + .nanoseconds(Int64(offset))
                 if callbacks {
                     _ = try! nioLoop.scheduleCallback(at: deadline, handler: handler)
@@ -320,11 +331,12 @@ func loopBenchmarks() {
     let queue = DispatchQueue(label: "benchmark timers")
 
     func dispatchTimers(_ benchmark: Benchmark, scheduleOnly: Bool) {
+        let offsets = scheduleOnly ? futureTimerOffsets : timerOffsets
         let countdown = Countdown()
-        countdown.remaining = timerOffsets.count
+        countdown.remaining = offsets.count
         let base = DispatchTime.now()
         benchmark.startMeasurement()
-        for offset in timerOffsets {
+        for offset in offsets {
             queue.asyncAfter(deadline: base + .nanoseconds(Int(offset))) { countdown.tick() }
         }
         if scheduleOnly { benchmark.stopMeasurement() }
@@ -365,17 +377,18 @@ let rawTimers: (loop: UnsafeMutablePointer<uv_loop_t>, timers: UnsafeMutablePoin
 nonisolated(unsafe) var rawFired = 0
 
 func rawLibuvTimers(_ benchmark: Benchmark, scheduleOnly: Bool) {
+    let offsets = scheduleOnly ? futureTimerOffsets : timerOffsets
     let (loop, timers) = rawTimers
     rawFired = 0
     benchmark.startMeasurement()
     uv_update_time(loop)
-    for (index, offset) in timerOffsets.enumerated() {
+    for (index, offset) in offsets.enumerated() {
         uv_timer_start(timers + index, { _ in rawFired += 1 }, offset / 1_000_000, 0)
     }
     if scheduleOnly { benchmark.stopMeasurement() }
     uv_run(loop, UV_RUN_DEFAULT)
     if !scheduleOnly { benchmark.stopMeasurement() }
-    precondition(rawFired == timerOffsets.count, "raw libuv: \(rawFired) timers fired")
+    precondition(rawFired == offsets.count, "raw libuv: \(rawFired) timers fired")
 }
 
 /// The raw libuv lateness run: its recorder and the current timer's deadline (its loop runs on
