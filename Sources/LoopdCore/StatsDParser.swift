@@ -44,12 +44,13 @@ public struct ParsedLine {
     public let kind: MetricKind
     /// The sample rate (1 when the line has no `@rate`).
     public let sampleRate: Double
-    /// The values: numbers (a set's are empty).
-    public let values: [Double]
+    /// The values: numbers (a set's are empty). A view of the parser's scratch space, valid
+    /// while the line is being recorded, as `key` is.
+    public let values: UnsafeBufferPointer<Double>
     /// For a gauge, whether each value was signed (a change, not a new value).
-    public let isDelta: [Bool]
+    public let isDelta: UnsafeBufferPointer<Bool>
     /// For a set, the 64-bit hashes of the members.
-    public let members: [UInt64]
+    public let members: UnsafeBufferPointer<UInt64>
     /// The canonical key: the kind's raw value, the name, and `|#` and the sorted tags if any.
     public let key: UnsafeRawBufferPointer
     /// The key's hash, with the process's seed.
@@ -137,12 +138,13 @@ public struct StatsDParser {
     public private(set) var kind = MetricKind.counter
     /// The sample rate of the last line parsed (1 when it has no `@rate`).
     public private(set) var sampleRate = 1.0
-    /// The values of the last line parsed: numbers, or for a set, the hashes of its members.
-    public private(set) var values: [Double] = []
+    /// The values of the last line parsed: numbers (a set's are empty). A copy: a line is
+    /// recorded through `withParsedLine(_:)`, which copies nothing.
+    public var values: [Double] { Array(valueStorage[0..<valueCount]) }
     /// For a gauge, whether each value of the last line was signed (a change, not a new value).
-    public private(set) var isDelta: [Bool] = []
+    public var isDelta: [Bool] { Array(deltaStorage[0..<valueCount]) }
     /// For a set, the 64-bit hashes of the members of the last line.
-    public private(set) var members: [UInt64] = []
+    public var members: [UInt64] { Array(memberStorage[0..<memberCount]) }
     /// The hash of the last line's key, with the process's seed.
     public private(set) var keyHash: UInt64 = 0
     /// Whether the last line had a DogStatsD timestamp (`|T<unix seconds>`). loopd aggregates
@@ -152,6 +154,14 @@ public struct StatsDParser {
     private var keyStorage: [UInt8]
     private var keyLength = 0
     private var tags: [Range<Int>] = []
+    // The last line's values, signs and members: the first `valueCount` (`memberCount`) of
+    // scratch arrays that only grow, so that a line empties nothing (emptying an array, even
+    // keeping its capacity, cost about 50 instructions per array per line).
+    private var valueStorage = [Double](repeating: 0, count: 16)
+    private var deltaStorage = [Bool](repeating: false, count: 16)
+    private var valueCount = 0
+    private var memberStorage = [UInt64](repeating: 0, count: 16)
+    private var memberCount = 0
 
     /// Creates a parser for lines of at most `maxLineLength` bytes.
     ///
@@ -163,21 +173,31 @@ public struct StatsDParser {
         self.maxLineLength = maxLineLength
         // A key holds the kind byte, the name, "|#" and the tags: never more than the line.
         keyStorage = [UInt8](repeating: 0, count: maxLineLength + 3)
-        values.reserveCapacity(16)
-        isDelta.reserveCapacity(16)
-        members.reserveCapacity(16)
         tags.reserveCapacity(Self.maxTags)
     }
 
     /// Calls `body` with the last line parsed, as views into the parser's scratch space (valid
     /// during the call only): what `SeriesTable.record(_:)` takes, without a copy.
+    ///
+    /// Mutating though it changes nothing: a caller that keeps the parser in a class's property
+    /// then reaches it in place, where a read would copy the struct (retaining its five arrays)
+    /// on every line.
     @inline(__always)
-    public func withParsedLine<Result>(_ body: (ParsedLine) -> Result) -> Result {
+    public mutating func withParsedLine<Result>(_ body: (ParsedLine) -> Result) -> Result {
         keyStorage.withUnsafeBytes { key in
-            body(
-                ParsedLine(
-                    kind: kind, sampleRate: sampleRate, values: values, isDelta: isDelta, members: members,
-                    key: UnsafeRawBufferPointer(rebasing: key[0..<keyLength]), keyHash: keyHash))
+            valueStorage.withUnsafeBufferPointer { values in
+                deltaStorage.withUnsafeBufferPointer { deltas in
+                    memberStorage.withUnsafeBufferPointer { members in
+                        body(
+                            ParsedLine(
+                                kind: kind, sampleRate: sampleRate,
+                                values: UnsafeBufferPointer(rebasing: values[0..<valueCount]),
+                                isDelta: UnsafeBufferPointer(rebasing: deltas[0..<valueCount]),
+                                members: UnsafeBufferPointer(rebasing: members[0..<memberCount]),
+                                key: UnsafeRawBufferPointer(rebasing: key[0..<keyLength]), keyHash: keyHash))
+                    }
+                }
+            }
         }
     }
 
@@ -215,7 +235,7 @@ public struct StatsDParser {
         // The optional fields: @rate, #tags; others are skipped.
         sampleRate = 1
         hasTimestamp = false
-        tags.removeAll(keepingCapacity: true)
+        if !tags.isEmpty { tags.removeAll(keepingCapacity: true) }
         var field = typeEnd
         while field < end {
             let start = field + 1
@@ -245,19 +265,31 @@ public struct StatsDParser {
         }
 
         // The values: numbers, or for a set, members (hashed).
-        values.removeAll(keepingCapacity: true)
-        isDelta.removeAll(keepingCapacity: true)
-        members.removeAll(keepingCapacity: true)
+        valueCount = 0
+        memberCount = 0
         var value = colon + 1
         while value <= bar {
             let next = index(of: UInt8(ascii: ":"), in: line, from: value, to: bar)
             if kind == .set {
                 guard value < next else { return .badValue }
-                members.append(Self.hash(UnsafeRawBufferPointer(rebasing: line[value..<next])))
+                let member = Self.hash(UnsafeRawBufferPointer(rebasing: line[value..<next]))
+                if memberCount == memberStorage.count {
+                    memberStorage.append(member)
+                } else {
+                    memberStorage[memberCount] = member
+                }
+                memberCount += 1
             } else {
                 guard let number = Self.number(line, value, next) else { return .badValue }
-                values.append(number)
-                isDelta.append(line[value] == UInt8(ascii: "+") || line[value] == UInt8(ascii: "-"))
+                let isDelta = line[value] == UInt8(ascii: "+") || line[value] == UInt8(ascii: "-")
+                if valueCount == valueStorage.count {
+                    valueStorage.append(number)
+                    deltaStorage.append(isDelta)
+                } else {
+                    valueStorage[valueCount] = number
+                    deltaStorage[valueCount] = isDelta
+                }
+                valueCount += 1
             }
             value = next + 1
         }
@@ -276,7 +308,12 @@ public struct StatsDParser {
         var start = 0
         while start < nameEnd && line[start] == UInt8(ascii: ".") { start += 1 }
         guard nameEnd - start >= 5 else { return false }
-        for (offset, letter) in "loopd".utf8.enumerated() where line[start + offset] | 0x20 != letter { return false }
+        // Letter by letter, any case (`| 0x20` lowers an ASCII letter, and makes no other byte
+        // a letter): most names differ at the first.
+        guard line[start] | 0x20 == UInt8(ascii: "l"), line[start + 1] | 0x20 == UInt8(ascii: "o"),
+            line[start + 2] | 0x20 == UInt8(ascii: "o"), line[start + 3] | 0x20 == UInt8(ascii: "p"),
+            line[start + 4] | 0x20 == UInt8(ascii: "d")
+        else { return false }
         guard nameEnd - start > 5 else { return true }  // `loopd` itself: its timer is loopd.count.
         let next = line[start + 5]
         switch next {
