@@ -17,11 +17,12 @@ import Synchronization
 ///
 /// `schedule(_:)` is `loop.execute`: actions run in the order they were scheduled (per
 /// scheduling thread), after the current callback. Timed actions do not get a libuv timer each:
-/// the scheduler keeps a binary heap of small entries (deadline, sequence number, slot) on the
-/// loop thread, driven by one timer armed for the earliest deadline, so actions with the
-/// same deadline run in the order they were scheduled. Disposing an action releases it at once
-/// (on the loop thread); the heap drops the dead entry later and is compacted when more than
-/// half of it is dead, so schedule-and-cancel cycles keep memory flat.
+/// the scheduler keeps a binary heap of small entries (deadline, sequence number, action) on
+/// the loop thread, driven by one timer armed for the earliest deadline, so actions with the
+/// same deadline run in the order they were scheduled. Disposing an action releases its closure
+/// at once (on the loop thread), and it never runs once `dispose()` has returned; the heap drops
+/// the dead entry later and is compacted when more than half of it is dead, so
+/// schedule-and-cancel cycles keep memory flat.
 ///
 /// Order: an action never overtakes one scheduled before it for the same or an earlier date.
 /// A date not in the future runs the action as `schedule(_:)` does, unless a timed action for
@@ -49,12 +50,13 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
 
     /// A scheduler on `loop`.
     public convenience init(loop: EventLoop) {
-        self.init(loop: loop, wallClock: { Date() })
+        self.init(loop: loop, wallClock: nil)
     }
 
-    /// A scheduler on `loop` whose `currentDate` comes from `wallClock` (tests inject jumps).
+    /// A scheduler on `loop` whose `currentDate` comes from `wallClock` (tests inject jumps; nil:
+    /// the system clock).
     @_spi(Testing)
-    public init(loop: EventLoop, wallClock: @escaping @Sendable () -> Date) {
+    public init(loop: EventLoop, wallClock: (@Sendable () -> Date)?) {
         self.loop = loop
         self.clock = _WallClockMapping(wallClock: wallClock)
         timers = _LoopTimers(loop: loop)
@@ -89,9 +91,10 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     public func schedule(after date: Date, action: @escaping () -> Void) -> (any Disposable)? {
         switch clock.deadline(for: date, "LoopScheduler.schedule(after:action:)") {
         case .now:
-            return scheduleDue(_LoopTimedAction(action, interval: 0, loop: loop), at: clock.monotonicTime(ofPast: date))
+            let item = _LoopTimedAction(action, interval: 0, timers: timers)
+            return scheduleDue(item, at: clock.monotonicTime(ofPast: date))
         case .never: return AnyDisposable()
-        case let .at(deadline): return add(_LoopTimedAction(action, interval: 0, loop: loop), at: deadline)
+        case let .at(deadline): return add(_LoopTimedAction(action, interval: 0, timers: timers), at: deadline)
         }
     }
 
@@ -107,7 +110,7 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
         let api = "LoopScheduler.schedule(after:interval:leeway:action:)"
         _checkRepeating(date: date, interval: interval, leeway: leeway, api)
         let period = UInt64(interval.nanoseconds)
-        let item = _LoopTimedAction(action, interval: period, loop: loop)
+        let item = _LoopTimedAction(action, interval: period, timers: timers)
         switch clock.deadline(for: date, api) {
         case .now: return add(item, at: clock.monotonicTime(ofPast: date))
         case .never: return AnyDisposable()
@@ -116,7 +119,11 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     }
 
     private func add(_ item: _LoopTimedAction, at deadline: UInt64) -> (any Disposable)? {
-        loop.onLoopThread { [timers] in timers.insert(item, at: deadline) } ? item : nil
+        if loop.inEventLoop {
+            timers.insert(item, at: deadline)
+            return item
+        }
+        return loop.onLoopThread { [timers] in timers.insert(item, at: deadline) } ? item : nil
     }
 
     /// A one-shot action whose date has come: it runs as an immediate action unless a timed
@@ -131,9 +138,9 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
         }
         // Not the scheduler: a closure queued on a loop that never runs must not keep the loop
         // alive (the timers hold it only through the loop's weak registry until its first run).
-        let handed = _WeakTimers(timers)
+        let link = timers.link
         let accepted = loop.execute {
-            if let timers = handed.timers, timers.hasPending(dueBy: deadline) {
+            if let timers = link.timers, timers.hasPending(dueBy: deadline) {
                 timers.insert(item, at: deadline)
             } else {
                 item.runOnce()
@@ -142,8 +149,9 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
         return accepted ? item : nil
     }
 
-    /// Heap entries and slots in use (loop thread only; tests check memory stays bounded).
-    var storageSizes: (heap: Int, slots: Int) { timers.storageSizes }
+    /// Heap entries, and actions pending in them (loop thread only; tests check memory stays
+    /// bounded).
+    var storageSizes: (heap: Int, pending: Int) { timers.storageSizes }
 
     /// Whether the timer is a libuv timer (no descriptor was available for a timerfd). Loop
     /// thread; tests.
@@ -157,10 +165,16 @@ public final class LoopScheduler: DateScheduler, @unchecked Sendable {  // Loop-
     }
 }
 
-/// A weak reference to a scheduler's timers, handed to a queued closure.
-struct _WeakTimers: @unchecked Sendable {  // Read on the loop thread only.
+/// How a timed action reaches its timers from any thread: one per `_LoopTimers`, shared by all
+/// of its actions, so that an action holds one plain strong reference instead of forming weak
+/// references of its own (each costs atomic operations on a side table, at every action).
+final class _LoopTimersLink: @unchecked Sendable {  // Weak loads are thread safe; `timers`: loop thread.
+    // Weak: an action queued on a loop that never runs must not keep the loop alive.
+    weak var loop: EventLoop?
+    // Weak: pending actions must not keep their timers (and its handle) alive.
     weak var timers: _LoopTimers?
-    init(_ timers: _LoopTimers) { self.timers = timers }
+
+    init(loop: EventLoop) { self.loop = loop }
 }
 
 /// The timed actions of a `LoopScheduler` and the one timer that fires them: a timerfd polled by
@@ -169,40 +183,49 @@ struct _WeakTimers: @unchecked Sendable {  // Read on the loop thread only.
 /// The loop owns the timer's handle, and holds this object until the handle's close callback, so
 /// the timer's callback never finds it freed, whoever releases the scheduler or disposes an
 /// action, in whatever order the callbacks of one poll come. Confined to the loop thread.
+///
+/// The heap's entries hold their actions (one retain each, taken at the push and given back
+/// when the entry leaves the heap), so that neither an insertion nor a firing looks anything up
+/// outside the heap. An entry is live while its action's `sequence` is the entry's; disposing an
+/// action changes that, and releases the action's closure at once.
 final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to the loop thread.
-    /// One heap entry: plain values only, so the heap is one contiguous array.
+    /// One heap entry: plain values only (the action is held manually), so the heap is one
+    /// contiguous array that moves without reference counting.
     private struct Entry: _HeapElement {
         var deadline: UInt64
         var sequence: UInt64
-        var slot: Int32
+        var item: Unmanaged<_LoopTimedAction>
 
         func precedes(_ other: Entry) -> Bool { (deadline, sequence) < (other.deadline, other.sequence) }
     }
 
     let loop: EventLoop
+    /// Shared by every action of these timers.
+    let link: _LoopTimersLink
     var handle: UnsafeMutablePointer<uv_handle_t>?
     /// The timerfd, or -1 with a libuv timer (or before the timer is opened).
     private(set) var fd: Int32 = -1
     // Closed (the loop shut down, or the scheduler went with nothing pending): takes no action.
-    private var isClosed = false
+    @exclusivity(unchecked) private var isClosed = false
     /// Tests: used instead of creating the timerfd (a negative errno forces the fallback).
     var descriptorForTesting: Int32?
-    // A min-heap on (deadline, sequence).
-    private var heap = _BinaryHeap<Entry>()
-    // The action each live entry runs; `nil` slots are free.
-    private var slots: [_LoopTimedAction?] = []
-    private var freeSlots: [Int32] = []
+    // A min-heap on (deadline, sequence). No access is held across a call out of this class.
+    @exclusivity(unchecked) private var heap = _BinaryHeap<Entry>()
+    // Actions in the heap that were not disposed.
+    @exclusivity(unchecked) private var pending = 0
     // Heap entries whose action was disposed.
-    private var deadEntries = 0
-    private var nextSequence: UInt64 = 0
+    @exclusivity(unchecked) private var deadEntries = 0
+    @exclusivity(unchecked) private var nextSequence: UInt64 = 0
     // The deadline the timer is armed for.
-    private var armedFor: UInt64?
+    @exclusivity(unchecked) private var armedFor: UInt64?
     // The scheduler was released: close once no action is pending.
     private var closesWhenIdle = false
 
     /// Timers on `loop`; the timer itself is opened at the first timed action.
     init(loop: EventLoop) {
         self.loop = loop
+        link = _LoopTimersLink(loop: loop)
+        link.timers = self
     }
 
     /// Opens the timer: a timerfd polled by the loop, or a libuv timer if no descriptor can be
@@ -230,6 +253,7 @@ final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to
     deinit {
         // Released before the loop first ran (its descriptor closed once libuv let go of it), or
         // after the handle's close callback.
+        releaseEntries()
         if handle != nil {
             closeOrphanedHandle(thenClosing: fd)
         } else if fd >= 0 {
@@ -237,16 +261,25 @@ final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to
         }
     }
 
-    var storageSizes: (heap: Int, slots: Int) { (heap.count, slots.count - freeSlots.count) }
+    var storageSizes: (heap: Int, pending: Int) { (heap.count, pending) }
 
     func handleWillClose(interrupted: Bool) {
         isClosed = true
         // The loop is shutting down, or nothing is pending: drop what is left, unrun.
+        releaseEntries()
+    }
+
+    /// Empties the heap, giving back each entry's action (their closures go at once).
+    private func releaseEntries() {
+        let entries = heap.elements
         heap.removeAll()
-        for case let item? in slots { item.slot = -1 }
-        slots = []
-        freeSlots = []
+        pending = 0
         deadEntries = 0
+        for entry in entries {
+            let item = entry.item.takeRetainedValue()
+            item.sequence = _LoopTimedAction.notPending
+            item.action = nil
+        }
     }
 
     /// The scheduler was released: close the timer now if nothing is pending, else once the
@@ -265,50 +298,49 @@ final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to
         return first.deadline <= deadline
     }
 
+    /// Adds `item` (an action of these timers, not yet added) to run at `deadline`.
     func insert(_ item: _LoopTimedAction, at deadline: UInt64) {
         loop.assertInEventLoop()
         guard !isClosed, !item.isDisposed else { return }
         if handle == nil { open() }
-        let slot: Int32
-        if let free = freeSlots.popLast() {
-            slot = free
-            slots[Int(slot)] = item
-        } else {
-            slot = Int32(slots.count)
-            slots.append(item)
-        }
-        item.slot = slot
-        item.timers = self
-        push(Entry(deadline: deadline, sequence: nextSequence, slot: slot), for: item)
+        pending += 1
+        push(item, at: deadline, retained: Unmanaged.passRetained(item))
         arm()
     }
 
-    private func push(_ entry: Entry, for item: _LoopTimedAction) {
-        item.sequence = entry.sequence
+    /// Pushes an entry holding `retained` (a +1 reference to `item`).
+    @inline(__always)
+    private func push(_ item: _LoopTimedAction, at deadline: UInt64, retained: Unmanaged<_LoopTimedAction>) {
+        item.sequence = nextSequence
+        heap.insert(Entry(deadline: deadline, sequence: nextSequence, item: retained))
         nextSequence += 1
-        heap.insert(entry)
     }
 
-    /// Releases a disposed action at once; its heap entry is dropped when it comes up.
+    /// Cancels a disposed action: its closure goes at once; its heap entry, when it comes up or
+    /// at the next compaction.
     func remove(_ item: _LoopTimedAction) {
         loop.assertInEventLoop()
-        guard item.slot >= 0 else { return }
-        slots[Int(item.slot)] = nil
-        freeSlots.append(item.slot)
-        item.slot = -1
+        item.action = nil
+        guard item.sequence != _LoopTimedAction.notPending else { return }
+        item.sequence = _LoopTimedAction.notPending
+        pending -= 1
         deadEntries += 1
         if deadEntries > 64 && deadEntries * 2 > heap.count { compact() }
         if deadEntries == heap.count { arm() }
     }
 
-    /// Whether `entry` still names a live action.
-    private func isLive(_ entry: Entry) -> Bool {
-        guard let item = slots[Int(entry.slot)] else { return false }
-        return item.sequence == entry.sequence
+    /// Whether `entry` is still its action's entry.
+    @inline(__always)
+    private static func isLive(_ entry: Entry) -> Bool {
+        entry.item._withUnsafeGuaranteedRef { $0.sequence == entry.sequence }
     }
 
     private func compact() {
-        heap.removeAll { !isLive($0) }
+        heap.removeAll { entry in
+            if Self.isLive(entry) { return false }
+            entry.item.release()
+            return true
+        }
         deadEntries = 0
     }
 
@@ -316,8 +348,9 @@ final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to
     /// nothing is pending. A timerfd expires to the nanosecond (the monotonic clock of
     /// `uv_hrtime`; the kernel adds no slack to it); a libuv timer, to the next millisecond.
     private func arm() {
-        while let first = heap.first, !isLive(first) {
+        while let first = heap.first, !Self.isLive(first) {
             heap.remove(at: 0)
+            first.item.release()
             deadEntries = max(0, deadEntries - 1)
         }
         guard let handle else { return }
@@ -354,23 +387,30 @@ final class _LoopTimers: _LoopOwnedHandle, @unchecked Sendable {  // Confined to
         if fd >= 0 { _ = clibuv_read_counter(fd) }
         armedFor = nil
         let now = uv_hrtime()
-        while handle != nil, let first = heap.first, first.deadline <= now || !isLive(first) {
+        while handle != nil, let first = heap.first, first.deadline <= now || !Self.isLive(first) {
             heap.remove(at: 0)
-            guard let item = slots[Int(first.slot)], item.sequence == first.sequence else {
+            guard Self.isLive(first) else {
+                first.item.release()
                 deadEntries = max(0, deadEntries - 1)
                 continue
             }
-            if item.interval == 0 {
-                slots[Int(first.slot)] = nil
-                freeSlots.append(first.slot)
-                item.slot = -1
+            let item = first.item.takeUnretainedValue()
+            if item.interval == 0 || item.isDisposed {
+                // A one-shot action (or one disposed on another thread, whose removal is still
+                // on its way): it leaves. Claiming it makes a dispose from now on a no-op.
+                item.sequence = _LoopTimedAction.notPending
+                pending -= 1
+                let action = item.action
+                item.action = nil
+                first.item.release()
+                if item.claim() { action?() }
             } else {
                 // Next occurrence from the planned deadline, so a late tick does not drift.
                 var next = first.deadline &+ item.interval
                 if next <= now { next = now &+ item.interval - (now - first.deadline) % item.interval }
-                push(Entry(deadline: next, sequence: nextSequence, slot: first.slot), for: item)
+                push(item, at: next, retained: first.item)
+                item.action?()
             }
-            item.action()
         }
         arm()
     }
@@ -402,42 +442,55 @@ final class _LoopAction: Disposable, @unchecked Sendable {  // `action` is hande
     }
 }
 
-/// A timed action of a `LoopScheduler`, and its disposable.
+/// A timed action of a `LoopScheduler` (or of the runtime's own timers), and its disposable.
 final class _LoopTimedAction: Disposable, @unchecked Sendable {  // Vars: confined to the loop thread.
-    let action: () -> Void
+    /// The `sequence` of an action that has no live heap entry.
+    static let notPending = UInt64.max
+
+    /// Confined to the loop thread. Released when the action is disposed, or has run for the
+    /// last time.
+    @exclusivity(unchecked) var action: (() -> Void)?
     /// Nanoseconds between occurrences; 0 for a one-shot action.
     let interval: UInt64
     private let disposed = Atomic<Bool>(false)
-    // Weak: an action queued on a loop that never runs must not keep the loop alive.
-    private weak var loop: EventLoop?
-    // Confined to the loop thread. The timers holding this action, once inserted.
-    weak var timers: _LoopTimers?
-    // Confined to the loop thread. The slot holding this action, or -1.
-    var slot: Int32 = -1
-    // Confined to the loop thread. The sequence number of this action's heap entry.
-    var sequence: UInt64 = 0
+    private let link: _LoopTimersLink
+    /// Confined to the loop thread. The sequence number of this action's live heap entry, or
+    /// `notPending`.
+    @exclusivity(unchecked) var sequence: UInt64 = _LoopTimedAction.notPending
 
-    init(_ action: @escaping () -> Void, interval: UInt64, loop: EventLoop) {
+    init(_ action: @escaping () -> Void, interval: UInt64, timers: _LoopTimers) {
         self.action = action
         self.interval = interval
-        self.loop = loop
+        self.link = timers.link
     }
 
     var isDisposed: Bool { disposed.load(ordering: .acquiring) }
 
+    /// Marks the action as started for good (a one-shot); false if it was disposed first.
+    func claim() -> Bool {
+        disposed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    }
+
     /// Runs a due one-shot action that went straight to the loop's queue, unless disposed.
     func runOnce() {
-        guard disposed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-        else { return }
-        action()
+        guard claim() else { return }
+        let action = self.action
+        self.action = nil
+        action?()
     }
 
     /// Cancels the action (any occurrence that has not started) and releases it on the loop
     /// thread.
     func dispose() {
-        guard disposed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-        else { return }
-        _ = loop?.onLoopThread { [self] in timers?.remove(self) }
+        guard claim() else { return }
+        let link = self.link
+        _ = link.loop?.onLoopThread { [self] in
+            if let timers = link.timers {
+                timers.remove(self)
+            } else {
+                action = nil
+            }
+        }
     }
 }
 
@@ -456,7 +509,7 @@ extension LoopScheduler: _ClockScheduler {
     @usableFromInline @discardableResult
     package func _schedule(atClock time: TimeInterval, action: @escaping () -> Void) -> (any Disposable)? {
         guard let deadline = _WallClockMapping.monotonicDeadline(time) else { return AnyDisposable() }
-        let item = _LoopTimedAction(action, interval: 0, loop: loop)
+        let item = _LoopTimedAction(action, interval: 0, timers: timers)
         if deadline > _WallClockMapping.monotonicNow { return add(item, at: deadline) }
         return scheduleDue(item, at: deadline)
     }

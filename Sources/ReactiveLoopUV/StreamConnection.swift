@@ -165,14 +165,15 @@ final class _StreamCore: _LoopOwnedHandle, @unchecked Sendable {  // Vars: confi
         guard handle != nil, let deadline = nextTimeout() else { return }
         if timeoutCheck != nil && timeoutCheckAt <= deadline { return }
         timeoutCheck?.dispose()
+        let timers = loop.internalTimers()
         let check = _LoopTimedAction(
             { [weak self] in
                 self?.timeoutCheck = nil
                 self?.checkTimeouts()
-            }, interval: 0, loop: loop)
+            }, interval: 0, timers: timers)
         timeoutCheck = check
         timeoutCheckAt = deadline
-        loop.internalTimers().insert(check, at: deadline)
+        timers.insert(check, at: deadline)
     }
 
     /// The earliest time at which a limit could be passed, if any limit applies now.

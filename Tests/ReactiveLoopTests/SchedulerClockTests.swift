@@ -107,3 +107,87 @@ struct SchedulerClockTests {
         #expect(fired.value == [1, 2])
     }
 }
+
+/// Dates mapped to monotonic deadlines: the offset between the clocks is checked on every date,
+/// with one wall-clock read while it holds, and a full check when it seems not to.
+@Suite("Wall clock to monotonic clock")
+struct WallClockMappingTests {
+    /// A wall clock that tests move, counting its reads.
+    final class MovableWallClock: Sendable {
+        let shift = Mutex<TimeInterval>(0)
+        let delay = Mutex<TimeInterval>(0)
+        let reads = Synchronization.Atomic<Int>(0)
+
+        func now() -> Date {
+            reads.add(1, ordering: .relaxed)
+            let now = Date().addingTimeInterval(shift.withLock { $0 })
+            // As if the reading thread were preempted right after the read.
+            let delay = self.delay.withLock { $0 }
+            if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+            return now
+        }
+    }
+
+    /// Seconds from now on the monotonic clock to `deadline`.
+    static func secondsAhead(_ deadline: _WallClockMapping.Deadline) -> Double? {
+        guard case let .at(nanoseconds) = deadline else { return nil }
+        return (Double(nanoseconds) - Double(_WallClockMapping.monotonicNow)) / 1e9
+    }
+
+    @Test func theSystemClockIsReadDirectlyAndAgreesWithDate() {
+        let mapping = _WallClockMapping()
+        for _ in 0..<100 {
+            let before = Date()
+            let now = mapping.currentDate
+            #expect(before <= now && now.timeIntervalSince(before) < 1)
+            let ahead = Self.secondsAhead(mapping.deadline(for: Date().addingTimeInterval(10), "test"))
+            #expect(ahead.map { $0 > 9.9 && $0 <= 10.001 } == true, "\(String(describing: ahead))")
+            #expect(mapping.deadline(for: Date().addingTimeInterval(-0.001), "test") == .now)
+        }
+    }
+
+    @Test func whileTheOffsetHoldsADateCostsOneWallClockRead() {
+        let wallClock = MovableWallClock()
+        let mapping = _WallClockMapping(wallClock: { wallClock.now() })
+        _ = mapping.deadline(for: wallClock.now().addingTimeInterval(5), "test")
+        let start = wallClock.reads.load(ordering: .relaxed)
+        for _ in 0..<1_000 {
+            let ahead = Self.secondsAhead(mapping.deadline(for: Date().addingTimeInterval(5), "test"))
+            #expect(ahead.map { $0 > 4.9 && $0 <= 5.002 } == true, "\(String(describing: ahead))")
+        }
+        // A few may take the full check if the thread is preempted between two reads.
+        let reads = wallClock.reads.load(ordering: .relaxed) - start
+        #expect(reads >= 1_000 && reads < 1_100, "\(reads) wall-clock reads for 1,000 dates")
+    }
+
+    @Test func aJumpIsTakenAtTheNextDateEitherWay() {
+        let wallClock = MovableWallClock()
+        let mapping = _WallClockMapping(wallClock: { wallClock.now() })
+        #expect(Self.secondsAhead(mapping.deadline(for: wallClock.now().addingTimeInterval(5), "test")) != nil)
+        for jump in [3_600.0, -7_200.0, 0.01, -0.01] {
+            wallClock.shift.withLock { $0 += jump }
+            // The date is 5 s ahead by the wall clock as it now reads: 5 s on the monotonic clock.
+            let ahead = Self.secondsAhead(mapping.deadline(for: wallClock.now().addingTimeInterval(5), "test"))
+            #expect(ahead.map { $0 > 4.9 && $0 <= 5.002 } == true, "after \(jump) s: \(String(describing: ahead))")
+            let past = mapping.monotonicTime(ofPast: wallClock.now().addingTimeInterval(-1))
+            let behind = (Double(_WallClockMapping.monotonicNow) - Double(past)) / 1e9
+            #expect(behind > 0.99 && behind < 1.1, "after \(jump) s: \(behind)")
+        }
+    }
+
+    @Test func aSlowWallClockReadIsNotTakenForAJump() {
+        let wallClock = MovableWallClock()
+        let mapping = _WallClockMapping(wallClock: { wallClock.now() })
+        _ = mapping.deadline(for: wallClock.now().addingTimeInterval(5), "test")
+        // Each read now returns a time 20 ms before the next monotonic read: without the full
+        // check, that looks like a jump back of 20 ms, and the deadline would move later.
+        wallClock.delay.withLock { $0 = 0.02 }
+        let target = Date().addingTimeInterval(5)
+        let monotonicTarget = Double(_WallClockMapping.monotonicNow) / 1e9 + 5
+        guard case let .at(nanoseconds) = mapping.deadline(for: target, "test") else {
+            Issue.record("not a deadline")
+            return
+        }
+        #expect(abs(Double(nanoseconds) / 1e9 - monotonicTarget) < 0.005)
+    }
+}

@@ -32,6 +32,10 @@ package struct _BinaryHeap<Element: _HeapElement> {
     @inlinable
     package var count: Int { storage.count }
 
+    /// The elements, in heap order.
+    @inlinable
+    package var elements: ContiguousArray<Element> { storage }
+
     /// The element that comes out first, if any.
     @inlinable
     package var first: Element? { storage.first }
@@ -80,36 +84,41 @@ package struct _BinaryHeap<Element: _HeapElement> {
         storage.removeAll()
     }
 
+    // The sifts work on the array's buffer: one uniqueness check per sift, not one per move.
     @inlinable
     mutating func siftUp(_ start: Int) {
-        var index = start
-        let element = storage[index]
-        while index > 0 {
-            let parent = (index - 1) / 2
-            guard element.precedes(storage[parent]) else { break }
-            storage[index] = storage[parent]
-            storage[index].heapIndexDidChange(to: index)
-            index = parent
+        storage.withUnsafeMutableBufferPointer { storage in
+            var index = start
+            let element = storage[index]
+            while index > 0 {
+                let parent = (index - 1) / 2
+                guard element.precedes(storage[parent]) else { break }
+                storage[index] = storage[parent]
+                storage[index].heapIndexDidChange(to: index)
+                index = parent
+            }
+            storage[index] = element
+            element.heapIndexDidChange(to: index)
         }
-        storage[index] = element
-        element.heapIndexDidChange(to: index)
     }
 
     @inlinable
     mutating func siftDown(_ start: Int) {
-        var index = start
-        let element = storage[index]
-        let count = storage.count
-        while true {
-            var child = 2 * index + 1
-            guard child < count else { break }
-            if child + 1 < count && storage[child + 1].precedes(storage[child]) { child += 1 }
-            guard storage[child].precedes(element) else { break }
-            storage[index] = storage[child]
-            storage[index].heapIndexDidChange(to: index)
-            index = child
+        storage.withUnsafeMutableBufferPointer { storage in
+            var index = start
+            let element = storage[index]
+            let count = storage.count
+            while true {
+                var child = 2 * index + 1
+                guard child < count else { break }
+                if child + 1 < count && storage[child + 1].precedes(storage[child]) { child += 1 }
+                guard storage[child].precedes(element) else { break }
+                storage[index] = storage[child]
+                storage[index].heapIndexDidChange(to: index)
+                index = child
+            }
+            storage[index] = element
+            element.heapIndexDidChange(to: index)
         }
-        storage[index] = element
-        element.heapIndexDidChange(to: index)
     }
 }

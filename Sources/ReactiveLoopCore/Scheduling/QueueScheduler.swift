@@ -38,7 +38,7 @@ public final class QueueScheduler: DateScheduler {
 
     /// Creates a scheduler on `queue`, which should be serial.
     public convenience init(queue: DispatchQueue, name: String = "org.reactiveloop.QueueScheduler") {
-        self.init(queue: queue, name: name, wallClock: { Date() })
+        self.init(queue: queue, name: name, wallClock: nil)
     }
 
     /// Creates a scheduler on a new serial queue.
@@ -49,9 +49,10 @@ public final class QueueScheduler: DateScheduler {
         self.init(queue: DispatchQueue(label: name, qos: qos, target: targetQueue), name: name)
     }
 
-    /// A scheduler whose `currentDate` comes from `wallClock` (tests inject jumps with it).
+    /// A scheduler whose `currentDate` comes from `wallClock` (tests inject jumps with it; nil:
+    /// the system clock).
     @_spi(Testing)
-    public init(queue: DispatchQueue, name: String, wallClock: @escaping @Sendable () -> Date) {
+    public init(queue: DispatchQueue, name: String, wallClock: (@Sendable () -> Date)?) {
         self.queue = queue
         self.clock = _WallClockMapping(wallClock: wallClock)
         self.timers = _DeadlineQueue(queue: queue)
