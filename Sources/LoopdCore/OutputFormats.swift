@@ -21,27 +21,27 @@ public enum JSONLinesFormat {
     public static func format(_ flush: Flush, _ summaries: [Summary]) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(64 + summaries.count * 64)
-        out.append(string: "{\"timestamp\":")
+        out.append(ascii: "{\"timestamp\":")
         out.append(number: (flush.timestamp * 1000).rounded() / 1000)
-        out.append(string: ",\"interval\":")
+        out.append(ascii: ",\"interval\":")
         out.append(number: flush.intervalSeconds)
         func open(_ key: String) {
             out.append(string: ",\"\(key)\":[")
         }
-        func series(_ summary: Summary, _ first: inout Bool) {
+        func series(_ series: Int, _ first: inout Bool) {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
-            out.append(string: "{\"name\":")
-            out.append(jsonString: flush.name(summary.series))
-            out.append(string: ",\"tags\":[")
-            for (position, tag) in flush.tags(summary.series).enumerated() {
+            out.append(ascii: "{\"name\":")
+            out.append(jsonString: flush.name(series))
+            out.append(ascii: ",\"tags\":[")
+            for (position, tag) in flush.tags(series).enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
                 out.append(jsonString: tag)
             }
             out.append(UInt8(ascii: "]"))
         }
         func tagArray(_ tags: [String]) {
-            out.append(string: ",\"tags\":[")
+            out.append(ascii: ",\"tags\":[")
             for (position, tag) in tags.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
                 out.append(jsonString: ArraySlice(tag.utf8))
@@ -51,26 +51,29 @@ public enum JSONLinesFormat {
         func internalMetric(_ metric: InternalMetric, _ first: inout Bool) {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
-            out.append(string: "{\"name\":")
+            out.append(ascii: "{\"name\":")
             out.append(jsonString: ArraySlice(metric.name.utf8))
-            out.append(string: ",\"tags\":[],\"value\":")
+            out.append(ascii: ",\"tags\":[],\"value\":")
             out.append(number: metric.value)
             if metric.kind == .counter, (metric.value / flush.intervalSeconds).isFinite {
-                out.append(string: ",\"rate\":")
+                out.append(ascii: ",\"rate\":")
                 out.append(number: metric.value / flush.intervalSeconds)
             }
             out.append(UInt8(ascii: "}"))
         }
+        // The loops read the summaries in place: iterating them would copy each (and retain
+        // its arrays) once per loop.
         for kind in [MetricKind.counter, .gauge] {
             open(kind == .counter ? "counters" : "gauges")
             var first = true
-            for summary in summaries where summary.kind == kind {
-                series(summary, &first)
-                out.append(string: ",\"value\":")
-                out.append(number: summary.value)
-                if kind == .counter, (summary.value / flush.intervalSeconds).isFinite {
-                    out.append(string: ",\"rate\":")
-                    out.append(number: summary.value / flush.intervalSeconds)
+            for index in summaries.indices where summaries[index].kind == kind {
+                series(summaries[index].series, &first)
+                let value = summaries[index].value
+                out.append(ascii: ",\"value\":")
+                out.append(number: value)
+                if kind == .counter, (value / flush.intervalSeconds).isFinite {
+                    out.append(ascii: ",\"rate\":")
+                    out.append(number: value / flush.intervalSeconds)
                 }
                 out.append(UInt8(ascii: "}"))
             }
@@ -79,12 +82,13 @@ public enum JSONLinesFormat {
         }
         open("timers")
         var first = true
-        for summary in summaries where summary.kind.isSampled {
+        for index in summaries.indices where summaries[index].kind.isSampled {
+            let summary = summaries[index]
             guard let stats = summary.stats else { continue }
-            series(summary, &first)
+            series(summary.series, &first)
             out.append(string: ",\"type\":\"\(summary.kind.typeField)\",\"count\":")
             out.append(number: summary.value)
-            out.append(string: ",\"samples\":")
+            out.append(ascii: ",\"samples\":")
             out.append(number: Double(stats.samples))
             for (name, value) in [
                 ("sum", stats.sum), ("min", stats.min), ("max", stats.max), ("mean", stats.mean),
@@ -98,16 +102,16 @@ public enum JSONLinesFormat {
                 out.append(string: ",\"\(percentile.name)\":")
                 out.append(number: percentile.value)
             }
-            if stats.approximate { out.append(string: ",\"approximate\":true") }
+            if stats.approximate { out.append(ascii: ",\"approximate\":true") }
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))
         open("sets")
         first = true
-        for summary in summaries where summary.kind == .set && summary.hasData {
-            series(summary, &first)
-            out.append(string: ",\"count\":")
-            out.append(number: summary.value)
+        for index in summaries.indices where summaries[index].kind == .set && summaries[index].hasData {
+            series(summaries[index].series, &first)
+            out.append(ascii: ",\"count\":")
+            out.append(number: summaries[index].value)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))
@@ -119,7 +123,7 @@ public enum JSONLinesFormat {
         open("events")
         for (position, event) in flush.events.enumerated() {
             out.append(string: position > 0 ? ",{" : "{")
-            out.append(string: "\"title\":")
+            out.append(ascii: "\"title\":")
             out.append(jsonString: ArraySlice(event.title.utf8))
             field("text", event.text)
             if let timestamp = event.timestamp { out.append(string: ",\"timestamp\":\(timestamp)") }
@@ -135,7 +139,7 @@ public enum JSONLinesFormat {
         open("service_checks")
         for (position, check) in flush.serviceChecks.enumerated() {
             out.append(string: position > 0 ? ",{" : "{")
-            out.append(string: "\"name\":")
+            out.append(ascii: "\"name\":")
             out.append(jsonString: ArraySlice(check.name.utf8))
             out.append(string: ",\"status\":\(check.status)")
             if let timestamp = check.timestamp { out.append(string: ",\"timestamp\":\(timestamp)") }
@@ -144,7 +148,7 @@ public enum JSONLinesFormat {
             field("message", check.message)
             out.append(UInt8(ascii: "}"))
         }
-        out.append(string: "]}\n")
+        out.append(ascii: "]}\n")
         return out
     }
 }
@@ -362,42 +366,62 @@ public enum GraphiteFormat {
 extension [UInt8] {
     mutating func append(string: String) { append(contentsOf: string.utf8) }
 
+    /// A literal: its bytes copied at once (a `String`'s UTF-8 view is appended in steps).
+    @inline(__always)
+    mutating func append(ascii literal: StaticString) {
+        literal.withUTF8Buffer { append(contentsOf: $0) }
+    }
+
     /// A number as JSON, Graphite and Prometheus read it: an integer without a fraction when it
     /// is one, else Swift's shortest round-trip form; `null` if not finite.
     mutating func append(number value: Double) {
-        guard value.isFinite else { return append(string: "null") }
+        guard value.isFinite else { return append(ascii: "null") }
         if value == value.rounded(), abs(value) < 1e15 {
-            var integer = Int64(value)
-            if integer < 0 || (integer == 0 && value.sign == .minus) {
-                append(UInt8(ascii: "-"))
-                integer = -integer
-            }
-            let first = count
-            repeat {
-                append(UInt8(48 + integer % 10))
-                integer /= 10
-            } while integer > 0
-            self[first...].reverse()
-            return
+            return append(integer: Int64(value), negative: value.sign == .minus)
         }
-        append(string: value.description)
+        append(contentsOf: value.description.utf8)
+    }
+
+    /// The digits of `value`'s magnitude, after a `-` if `negative` (which may be set for 0:
+    /// `-0` is written as such).
+    mutating func append(integer value: Int64, negative: Bool) {
+        var magnitude = value.magnitude
+        // 19 digits and a sign at most; written from the end, then copied at once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(truncatingIfNeeded: 48 &+ magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if negative {
+                start -= 1
+                digits[start] = UInt8(ascii: "-")
+            }
+            append(contentsOf: UnsafeMutableBufferPointer(rebasing: digits[start...]))
+        }
     }
 
     mutating func append(prometheusNumber value: Double) {
-        if value.isNaN { return append(string: "NaN") }
+        if value.isNaN { return append(ascii: "NaN") }
         if value.isInfinite { return append(string: value < 0 ? "-Inf" : "+Inf") }
         append(number: value)
     }
 
     mutating func append(jsonString bytes: ArraySlice<UInt8>) {
         append(UInt8(ascii: "\""))
+        // Most names need no escape: copied at once.
+        if !bytes.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) {
+            append(contentsOf: bytes)
+            return append(UInt8(ascii: "\""))
+        }
         for byte in bytes {
             switch byte {
-            case UInt8(ascii: "\""): append(string: "\\\"")
-            case UInt8(ascii: "\\"): append(string: "\\\\")
+            case UInt8(ascii: "\""): append(ascii: "\\\"")
+            case UInt8(ascii: "\\"): append(ascii: "\\\\")
             case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
-                append(string: "\\u00")
+                append(ascii: "\\u00")
                 append(hex[Int(byte >> 4)])
                 append(hex[Int(byte & 15)])
             default: append(byte)

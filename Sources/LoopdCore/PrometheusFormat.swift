@@ -418,11 +418,11 @@ public final class PrometheusExposition {
         for entry in entries {
             if currentName != entry.name {
                 currentName = entry.name
-                out.append(string: "# HELP ")
+                out.append(ascii: "# HELP ")
                 out.append(contentsOf: entry.name)
                 out.append(UInt8(ascii: " "))
                 help(entry.sourceName, entry.kind, entry.family, isOwn: entry.metric != nil, into: &out)
-                out.append(string: "\n# TYPE ")
+                out.append(ascii: "\n# TYPE ")
                 out.append(contentsOf: entry.name)
                 out.append(UInt8(ascii: " "))
                 out.append(string: entry.family.rawValue)
@@ -536,18 +536,18 @@ public final class PrometheusExposition {
         out.append(string: isOwn ? "loopd's own \(kindName) " : "StatsD \(kindName) ")
         PrometheusFormat.appendHelpText(source, into: &out)
         switch kind {
-        case .counter where isOwn: out.append(string: ": the count since loopd started")
-        case .counter: out.append(string: ": the count since the series was created (positive increments)")
-        case .gauge: out.append(string: ": the last value")
-        case .set: out.append(string: ": the distinct members of the last flush interval")
+        case .counter where isOwn: out.append(ascii: ": the count since loopd started")
+        case .counter: out.append(ascii: ": the count since the series was created (positive increments)")
+        case .gauge: out.append(ascii: ": the last value")
+        case .set: out.append(ascii: ": the distinct members of the last flush interval")
         case .timer, .histogram, .distribution:
             out.append(string: kind == .timer ? ", in seconds: " : ": ")
             if family == .histogram {
-                out.append(string: "the samples since the series was created")
+                out.append(ascii: "the samples since the series was created")
             } else {
-                out.append(string: "quantiles of the last flush interval's samples (every ")
+                out.append(ascii: "quantiles of the last flush interval's samples (every ")
                 out.append(number: options.flushInterval)
-                out.append(string: " s); _sum and _count since the series was created")
+                out.append(ascii: " s); _sum and _count since the series was created")
             }
         }
     }
@@ -750,8 +750,8 @@ public enum PrometheusFormat {
     static func appendHelpText(_ bytes: ArraySlice<UInt8>, into out: inout [UInt8]) {
         for byte in bytes {
             switch byte {
-            case UInt8(ascii: "\\"): out.append(string: "\\\\")
-            case UInt8(ascii: "\n"): out.append(string: "\\n")
+            case UInt8(ascii: "\\"): out.append(ascii: "\\\\")
+            case UInt8(ascii: "\n"): out.append(ascii: "\\n")
             default: out.append(byte)
             }
         }
@@ -777,13 +777,13 @@ public enum PrometheusFormat {
             if !name.elementsEqual(sent) { changed += 1 }
             if !out.isEmpty { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: name)
-            out.append(string: "=\"")
+            out.append(ascii: "=\"")
             let value = colon.map { tag[($0 + 1)...] } ?? ArraySlice("true".utf8)
             for byte in value {
                 switch byte {
-                case UInt8(ascii: "\\"): out.append(string: "\\\\")
-                case UInt8(ascii: "\""): out.append(string: "\\\"")
-                case UInt8(ascii: "\n"): out.append(string: "\\n")
+                case UInt8(ascii: "\\"): out.append(ascii: "\\\\")
+                case UInt8(ascii: "\""): out.append(ascii: "\\\"")
+                case UInt8(ascii: "\n"): out.append(ascii: "\\n")
                 default: out.append(byte)
                 }
             }

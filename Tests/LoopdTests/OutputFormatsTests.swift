@@ -42,6 +42,29 @@ struct OutputFormatsTests {
         #expect(gauges.contains { $0["name"] as? String == "load" && $0["value"] as? Double == 0.25 })
     }
 
+    @Test func numbersAreIntegersWhenWholeElseTheShortestFormAndNamesAreEscaped() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(
+            ingest,
+            "big:123456789012345|g\nhuge:1e15|g\nneg:-42|g\nhalf:0.5|g\ntiny:0.00001|g\nzero:0|g\n"
+                + "back\\slash:7|g\nctl\u{01}x:8|g\nplain.name:9|g")
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_000, intervalSeconds: 10,
+            internalMetrics: [])
+        let text = String(decoding: JSONLinesFormat.format(flush, flush.summaries()), as: UTF8.self)
+        for expected in [
+            #""name":"big","tags":[],"value":123456789012345}"#,
+            #""name":"huge","tags":[],"value":1000000000000000.0}"#,
+            #""name":"neg","tags":[],"value":-42}"#, #""name":"half","tags":[],"value":0.5}"#,
+            #""name":"tiny","tags":[],"value":1e-05}"#, #""name":"zero","tags":[],"value":0}"#,
+            #""name":"back\\slash","tags":[],"value":7}"#, #""name":"ctl\u0001x","tags":[],"value":8}"#,
+            #""name":"plain.name","tags":[],"value":9}"#,
+        ] {
+            #expect(text.contains(expected), "\(expected) in \(text)")
+        }
+        #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [String: Any])
+    }
+
     @Test func graphiteIsPathValueTimestampWithTags() {
         let (flush, summaries) = sampleFlush()
         let lines = String(decoding: GraphiteFormat.format(flush, summaries), as: UTF8.self).split(separator: "\n")
