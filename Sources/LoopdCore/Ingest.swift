@@ -139,8 +139,7 @@ public final class Ingest {
         var start = 0
         let end = datagram.count
         while start < end {
-            var newline = start
-            while newline < end && datagram[newline] != UInt8(ascii: "\n") { newline += 1 }
+            let newline = firstIndex(of: UInt8(ascii: "\n"), in: datagram, from: start, to: end)
             if newline == end && truncated {
                 reject(.tooLong, UnsafeRawBufferPointer(rebasing: datagram[start..<end]))
                 return

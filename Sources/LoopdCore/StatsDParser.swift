@@ -124,8 +124,10 @@ public enum LineError: UInt8, Error, Sendable, CaseIterable, CustomStringConvert
 /// same storage for every line: a line never allocates once the scratch space has grown to fit.
 ///
 /// A value type, so that its scratch space is reached without the dynamic exclusivity checks a
-/// class's stored properties cost (they were half of the instructions per line).
-public struct StatsDParser {
+/// class's stored properties cost (they were half of the instructions per line); not copyable,
+/// because it owns its scratch space: raw memory, so that a line costs no reference counting
+/// and no uniqueness check of arrays.
+public struct StatsDParser: ~Copyable {
     /// The most tags a line may carry; a line with more fails with `LineError.tooManyTags`.
     ///
     /// Empty tags (`#a,,b`) do not count. The bound keeps the tag sort, and the scratch space
@@ -140,27 +142,31 @@ public struct StatsDParser {
     public private(set) var sampleRate = 1.0
     /// The values of the last line parsed: numbers (a set's are empty). A copy: a line is
     /// recorded through `withParsedLine(_:)`, which copies nothing.
-    public var values: [Double] { Array(valueStorage[0..<valueCount]) }
+    public var values: [Double] { Array(UnsafeBufferPointer(start: valueStorage, count: valueCount)) }
     /// For a gauge, whether each value of the last line was signed (a change, not a new value).
-    public var isDelta: [Bool] { Array(deltaStorage[0..<valueCount]) }
+    public var isDelta: [Bool] { Array(UnsafeBufferPointer(start: deltaStorage, count: valueCount)) }
     /// For a set, the 64-bit hashes of the members of the last line.
-    public var members: [UInt64] { Array(memberStorage[0..<memberCount]) }
+    public var members: [UInt64] { Array(UnsafeBufferPointer(start: memberStorage, count: memberCount)) }
     /// The hash of the last line's key, with the process's seed.
     public private(set) var keyHash: UInt64 = 0
     /// Whether the last line had a DogStatsD timestamp (`|T<unix seconds>`). loopd aggregates
     /// such a line into the current interval, as it does every line, and counts it.
     public private(set) var hasTimestamp = false
 
-    private var keyStorage: [UInt8]
+    // The scratch space, allocated once: the key (never longer than the line plus 3 bytes),
+    // the tags' ranges in the line (at most `maxTags`), and the values, signs and members,
+    // which double when a line has more than they hold. A line uses the first `keyLength`,
+    // `tagCount`, `valueCount` and `memberCount` of them, so that it empties nothing.
+    private let keyStorage: UnsafeMutableRawPointer
     private var keyLength = 0
-    private var tags: [Range<Int>] = []
-    // The last line's values, signs and members: the first `valueCount` (`memberCount`) of
-    // scratch arrays that only grow, so that a line empties nothing (emptying an array, even
-    // keeping its capacity, cost about 50 instructions per array per line).
-    private var valueStorage = [Double](repeating: 0, count: 16)
-    private var deltaStorage = [Bool](repeating: false, count: 16)
+    private let tagStorage: UnsafeMutablePointer<Range<Int>>
+    private var tagCount = 0
+    private var valueStorage: UnsafeMutablePointer<Double>
+    private var deltaStorage: UnsafeMutablePointer<Bool>
+    private var valueCapacity = 16
     private var valueCount = 0
-    private var memberStorage = [UInt64](repeating: 0, count: 16)
+    private var memberStorage: UnsafeMutablePointer<UInt64>
+    private var memberCapacity = 16
     private var memberCount = 0
 
     /// Creates a parser for lines of at most `maxLineLength` bytes.
@@ -172,40 +178,39 @@ public struct StatsDParser {
         }
         self.maxLineLength = maxLineLength
         // A key holds the kind byte, the name, "|#" and the tags: never more than the line.
-        keyStorage = [UInt8](repeating: 0, count: maxLineLength + 3)
-        tags.reserveCapacity(Self.maxTags)
+        keyStorage = .allocate(byteCount: maxLineLength + 3, alignment: 8)
+        tagStorage = .allocate(capacity: Self.maxTags)
+        valueStorage = .allocate(capacity: valueCapacity)
+        deltaStorage = .allocate(capacity: valueCapacity)
+        memberStorage = .allocate(capacity: memberCapacity)
+    }
+
+    deinit {
+        keyStorage.deallocate()
+        tagStorage.deallocate()
+        valueStorage.deallocate()
+        deltaStorage.deallocate()
+        memberStorage.deallocate()
     }
 
     /// Calls `body` with the last line parsed, as views into the parser's scratch space (valid
     /// during the call only): what `SeriesTable.record(_:)` takes, without a copy.
-    ///
-    /// Mutating though it changes nothing: a caller that keeps the parser in a class's property
-    /// then reaches it in place, where a read would copy the struct (retaining its five arrays)
-    /// on every line.
     @inline(__always)
-    public mutating func withParsedLine<Result>(_ body: (ParsedLine) -> Result) -> Result {
-        keyStorage.withUnsafeBytes { key in
-            valueStorage.withUnsafeBufferPointer { values in
-                deltaStorage.withUnsafeBufferPointer { deltas in
-                    memberStorage.withUnsafeBufferPointer { members in
-                        body(
-                            ParsedLine(
-                                kind: kind, sampleRate: sampleRate,
-                                values: UnsafeBufferPointer(rebasing: values[0..<valueCount]),
-                                isDelta: UnsafeBufferPointer(rebasing: deltas[0..<valueCount]),
-                                members: UnsafeBufferPointer(rebasing: members[0..<memberCount]),
-                                key: UnsafeRawBufferPointer(rebasing: key[0..<keyLength]), keyHash: keyHash))
-                    }
-                }
-            }
-        }
+    public func withParsedLine<Result>(_ body: (ParsedLine) -> Result) -> Result {
+        body(
+            ParsedLine(
+                kind: kind, sampleRate: sampleRate,
+                values: UnsafeBufferPointer(start: valueStorage, count: valueCount),
+                isDelta: UnsafeBufferPointer(start: deltaStorage, count: valueCount),
+                members: UnsafeBufferPointer(start: memberStorage, count: memberCount),
+                key: UnsafeRawBufferPointer(start: keyStorage, count: keyLength), keyHash: keyHash))
     }
 
     /// Calls `body` with the canonical key of the last line: its kind's raw value, its name,
     /// and if it has tags, `|#` and the tags sorted bytewise, joined by `,`.
     @inline(__always)
     public func withKey<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
-        try keyStorage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<keyLength])) }
+        try body(UnsafeRawBufferPointer(start: keyStorage, count: keyLength))
     }
 
     /// Parses one line (without its `\n`). On success the line's kind, key, values and rate are
@@ -235,7 +240,7 @@ public struct StatsDParser {
         // The optional fields: @rate, #tags; others are skipped.
         sampleRate = 1
         hasTimestamp = false
-        if !tags.isEmpty { tags.removeAll(keepingCapacity: true) }
+        tagCount = 0
         var field = typeEnd
         while field < end {
             let start = field + 1
@@ -252,8 +257,9 @@ public struct StatsDParser {
                     while tag <= next {
                         let comma = index(of: UInt8(ascii: ","), in: line, from: tag, to: next)
                         if tag < comma {
-                            guard tags.count < Self.maxTags else { return .tooManyTags }
-                            tags.append(tag..<comma)
+                            guard tagCount < Self.maxTags else { return .tooManyTags }
+                            tagStorage[tagCount] = tag..<comma
+                            tagCount += 1
                         }
                         tag = comma + 1
                     }
@@ -272,23 +278,14 @@ public struct StatsDParser {
             let next = index(of: UInt8(ascii: ":"), in: line, from: value, to: bar)
             if kind == .set {
                 guard value < next else { return .badValue }
-                let member = Self.hash(UnsafeRawBufferPointer(rebasing: line[value..<next]))
-                if memberCount == memberStorage.count {
-                    memberStorage.append(member)
-                } else {
-                    memberStorage[memberCount] = member
-                }
+                if memberCount == memberCapacity { growMembers() }
+                memberStorage[memberCount] = Self.hash(UnsafeRawBufferPointer(rebasing: line[value..<next]))
                 memberCount += 1
             } else {
                 guard let number = Self.number(line, value, next) else { return .badValue }
-                let isDelta = line[value] == UInt8(ascii: "+") || line[value] == UInt8(ascii: "-")
-                if valueCount == valueStorage.count {
-                    valueStorage.append(number)
-                    deltaStorage.append(isDelta)
-                } else {
-                    valueStorage[valueCount] = number
-                    deltaStorage[valueCount] = isDelta
-                }
+                if valueCount == valueCapacity { growValues() }
+                valueStorage[valueCount] = number
+                deltaStorage[valueCount] = line[value] == UInt8(ascii: "+") || line[value] == UInt8(ascii: "-")
                 valueCount += 1
             }
             value = next + 1
@@ -323,43 +320,61 @@ public struct StatsDParser {
         }
     }
 
+    /// Doubles the space for values and signs.
+    @inline(never)
+    private mutating func growValues() {
+        let values = UnsafeMutablePointer<Double>.allocate(capacity: 2 * valueCapacity)
+        let deltas = UnsafeMutablePointer<Bool>.allocate(capacity: 2 * valueCapacity)
+        values.moveInitialize(from: valueStorage, count: valueCapacity)
+        deltas.moveInitialize(from: deltaStorage, count: valueCapacity)
+        valueStorage.deallocate()
+        deltaStorage.deallocate()
+        (valueStorage, deltaStorage) = (values, deltas)
+        valueCapacity *= 2
+    }
+
+    /// Doubles the space for members.
+    @inline(never)
+    private mutating func growMembers() {
+        let members = UnsafeMutablePointer<UInt64>.allocate(capacity: 2 * memberCapacity)
+        members.moveInitialize(from: memberStorage, count: memberCapacity)
+        memberStorage.deallocate()
+        memberStorage = members
+        memberCapacity *= 2
+    }
+
     // MARK: The key
 
     private mutating func buildKey(_ line: UnsafeRawBufferPointer, name: Range<Int>) {
-        if !tags.isEmpty { sortTags(line) }
-        let tags = self.tags
-        let kind = self.kind
-        keyLength = keyStorage.withUnsafeMutableBytes { key -> Int in
-            var length = 0
-            func append(_ range: Range<Int>) {
-                let count = range.count
-                (key.baseAddress! + length).copyMemory(from: line.baseAddress! + range.lowerBound, byteCount: count)
-                length += count
+        if tagCount > 1 {
+            Self.sortInPlace(UnsafeMutableBufferPointer(start: tagStorage, count: tagCount)) {
+                Self.less(line, $0, $1)
             }
-            key[0] = kind.rawValue
-            length = 1
-            append(name)
-            if !tags.isEmpty {
-                key[length] = UInt8(ascii: "|")
-                key[length + 1] = UInt8(ascii: "#")
-                length += 2
-                for (position, tag) in tags.enumerated() {
-                    if position > 0 {
-                        key[length] = UInt8(ascii: ",")
-                        length += 1
-                    }
-                    append(tag)
-                }
-            }
-            return length
         }
-        keyHash = withKey { Self.hash($0) }
-    }
-
-    /// Sorts `tags` bytewise, in place, without allocating (see `sortInPlace(_:by:)`).
-    private mutating func sortTags(_ line: UnsafeRawBufferPointer) {
-        guard tags.count > 1 else { return }
-        tags.withUnsafeMutableBufferPointer { tags in Self.sortInPlace(tags) { Self.less(line, $0, $1) } }
+        let key = keyStorage
+        var length = 0
+        func append(_ range: Range<Int>) {
+            let count = range.count
+            (key + length).copyMemory(from: line.baseAddress! + range.lowerBound, byteCount: count)
+            length += count
+        }
+        key.storeBytes(of: kind.rawValue, as: UInt8.self)
+        length = 1
+        append(name)
+        if tagCount > 0 {
+            key.storeBytes(of: UInt8(ascii: "|"), toByteOffset: length, as: UInt8.self)
+            key.storeBytes(of: UInt8(ascii: "#"), toByteOffset: length + 1, as: UInt8.self)
+            length += 2
+            for position in 0..<tagCount {
+                if position > 0 {
+                    key.storeBytes(of: UInt8(ascii: ","), toByteOffset: length, as: UInt8.self)
+                    length += 1
+                }
+                append(tagStorage[position])
+            }
+        }
+        keyLength = length
+        keyHash = Self.hash(UnsafeRawBufferPointer(start: key, count: length))
     }
 
     /// Sorts `elements` in place by `areInIncreasingOrder`, allocating nothing: insertion sort up
@@ -419,10 +434,9 @@ public struct StatsDParser {
 
     // MARK: Fields
 
+    @inline(__always)
     private func index(of byte: UInt8, in line: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int {
-        var position = start
-        while position < end && line[position] != byte { position += 1 }
-        return position
+        firstIndex(of: byte, in: line, from: start, to: end)
     }
 
     private static func kind(_ line: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> MetricKind? {
@@ -587,6 +601,27 @@ public struct StatsDParser {
         }
         return true
     }
+}
+
+/// The position of the first `byte` in `bytes[start..<end]`, or `end`: eight bytes at a time.
+@_spi(Testing)
+@inline(__always)
+public func firstIndex(of byte: UInt8, in bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int {
+    var position = start
+    #if _endian(little)
+        // A byte of `word` is zero where `bytes` holds `byte`. `(word - 0x01…) & ~word & 0x80…`
+        // sets the top bit of every zero byte, and of no byte before the first zero one (a
+        // borrow only runs upwards from a zero byte), so its lowest set bit marks the first.
+        let pattern = UInt64(byte) &* 0x0101_0101_0101_0101
+        while position + 8 <= end {
+            let word = bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self) ^ pattern
+            let zeros = (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
+            if zeros != 0 { return position + zeros.trailingZeroBitCount / 8 }
+            position += 8
+        }
+    #endif
+    while position < end && bytes[position] != byte { position += 1 }
+    return position
 }
 
 /// `memcmp` without importing the C library (the fuzz target builds this file alone).

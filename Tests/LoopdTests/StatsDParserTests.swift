@@ -75,6 +75,41 @@ struct StatsDParserTests {
         #expect(parser.values == [1, 2, 3])
     }
 
+    @Test func linesWithMoreValuesAndMembersThanTheScratchSpaceFirstHeldKeepThemAll() {
+        var parser = StatsDParser(maxLineLength: 8192)
+        for count in [1, 15, 16, 17, 33, 100, 1_000] {
+            let values = (0..<count).map { $0 % 2 == 0 ? "+\($0)" : "\($0)" }
+            #expect(parse(&parser, "t:" + values.joined(separator: ":") + "|g") == nil)
+            #expect(parser.values == (0..<count).map(Double.init))
+            #expect(parser.isDelta == (0..<count).map { $0 % 2 == 0 })
+            let members = (0..<count).map { "m\($0 % 50)" }
+            #expect(parse(&parser, "u:" + members.joined(separator: ":") + "|s") == nil)
+            #expect(parser.members.count == count)
+            #expect(Set(parser.members).count == min(count, 50))
+        }
+        // A short line after long ones sees only its own.
+        #expect(parse(&parser, "t:7|ms") == nil)
+        #expect(parser.values == [7])
+    }
+
+    @Test func theWordAtATimeSearchFindsTheFirstByteWhereverItIs() {
+        // Bytes one above the one sought (0x3b after ':') are where a borrow would show a
+        // false match, were the first true one not taken.
+        var random = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = [0x3a, 0x3b, 0x39, 0x00, 0x01, 0x80, 0xff, 0x7c, 0x0a, 0x61]
+        for _ in 0..<20_000 {
+            let count = Int.random(in: 0...40, using: &random)
+            let bytes = (0..<count).map { _ in alphabet.randomElement(using: &random)! }
+            let start = Int.random(in: 0...count, using: &random)
+            let end = Int.random(in: start...count, using: &random)
+            for sought in [UInt8(0x3a), 0x0a, 0x00, 0xff] {
+                let expected = bytes[start..<end].firstIndex(of: sought) ?? end
+                let found = bytes.withUnsafeBytes { firstIndex(of: sought, in: $0, from: start, to: end) }
+                #expect(found == expected, "\(bytes) [\(start)..<\(end)] \(sought)")
+            }
+        }
+    }
+
     @Test func readsTheSampleRateAndIgnoresOtherFields() {
         var parser = StatsDParser(maxLineLength: 256)
         #expect(parse(&parser, "c:1|c|@0.25|c:container-id|T1656581400|x:future|#a:1") == nil)
