@@ -219,18 +219,19 @@ public struct StatsDParser: ~Copyable {
         guard line.count <= maxLineLength else { return .tooLong }
         guard isUTF8(line) else { return .notUTF8 }
         let end = line.count
-        // The name runs to the first ':'; the values, to the first '|'.
-        let colon = index(of: UInt8(ascii: ":"), in: line, from: 0, to: end)
+        // The name runs to the first ':'; the values, to the first '|'. A '|' before the first
+        // ':' means the value (and its ':') is missing: "name|c". One pass finds either.
+        let stop = firstIndex(of: UInt8(ascii: ":"), or: UInt8(ascii: "|"), in: line, from: 0, to: end)
+        let colon =
+            stop < end && line[stop] == UInt8(ascii: "|")
+            ? index(of: UInt8(ascii: ":"), in: line, from: stop + 1, to: end) : stop
         guard colon > 0 else { return .emptyName }
         if (line[0] | 0x20 == UInt8(ascii: "l") || line[0] == UInt8(ascii: "."))
             && Self.isReserved(line, nameEnd: colon)
         {
             return .reservedName
         }
-        // A '|' before the first ':' means the value (and its ':') is missing: "name|c".
-        guard colon < end, index(of: UInt8(ascii: "|"), in: line, from: 0, to: colon) == colon else {
-            return .missingValue
-        }
+        guard colon < end, stop == colon else { return .missingValue }
         let bar = index(of: UInt8(ascii: "|"), in: line, from: colon + 1, to: end)
         guard bar < end else { return .missingType }
         let typeEnd = index(of: UInt8(ascii: "|"), in: line, from: bar + 1, to: end)
@@ -517,6 +518,7 @@ public struct StatsDParser: ~Copyable {
         guard position == end else { return nil }
         if exact && mantissa < (1 << 53) && exponent >= -22 && exponent <= 22 {
             let magnitude = Double(mantissa)
+            if exponent == 0 { return negative ? -magnitude : magnitude }
             let scaled = exponent < 0 ? magnitude / powersOfTen[-exponent] : magnitude * powersOfTen[exponent]
             return negative ? -scaled : scaled
         }
@@ -538,7 +540,7 @@ public struct StatsDParser: ~Copyable {
 
     /// The process's hash seed: keys hash differently in each run, so that a sender cannot
     /// choose names that collide.
-    static let seed: UInt64 = UInt64.random(in: 1...UInt64.max)
+    @_spi(Testing) public static let seed: UInt64 = UInt64.random(in: 1...UInt64.max)
 
     /// A 64-bit hash of `bytes`, eight bytes at a time (a multiply-xorshift mix).
     @inline(__always)
@@ -554,6 +556,15 @@ public struct StatsDParser: ~Copyable {
         }
         if position < count {
             var word: UInt64 = 0
+            #if _endian(little)
+                if count >= 8 {
+                    // The last eight bytes, shifted so that only the rest remains: the same word
+                    // as the bytes assembled one by one, in one load.
+                    let last = bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                    word = last >> (8 * UInt64(8 - (count - position)))
+                    position = count
+                }
+            #endif
             var shift: UInt64 = 0
             while position < count {
                 word |= UInt64(bytes[position]) << shift
@@ -621,6 +632,33 @@ public func firstIndex(of byte: UInt8, in bytes: UnsafeRawBufferPointer, from st
         }
     #endif
     while position < end && bytes[position] != byte { position += 1 }
+    return position
+}
+
+/// The position of the first `byte` or `other` in `bytes[start..<end]`, or `end`: eight bytes
+/// at a time, as `firstIndex(of:in:from:to:)` (the lowest marked byte of either search is the
+/// first of both).
+@_spi(Testing)
+@inline(__always)
+public func firstIndex(
+    of byte: UInt8, or other: UInt8, in bytes: UnsafeRawBufferPointer, from start: Int, to end: Int
+) -> Int {
+    var position = start
+    #if _endian(little)
+        let pattern = UInt64(byte) &* 0x0101_0101_0101_0101
+        let otherPattern = UInt64(other) &* 0x0101_0101_0101_0101
+        while position + 8 <= end {
+            let word = bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+            let first = word ^ pattern
+            let second = word ^ otherPattern
+            let zeros =
+                ((first &- 0x0101_0101_0101_0101) & ~first | (second &- 0x0101_0101_0101_0101) & ~second)
+                & 0x8080_8080_8080_8080
+            if zeros != 0 { return position + zeros.trailingZeroBitCount / 8 }
+            position += 8
+        }
+    #endif
+    while position < end && bytes[position] != byte && bytes[position] != other { position += 1 }
     return position
 }
 

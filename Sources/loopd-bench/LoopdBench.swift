@@ -25,15 +25,33 @@ struct LoadGenerator {
     let datagrams: [[UInt8]]
     let perDatagram: Int
 
-    init(keys: Int, perDatagram: Int) {
+    /// Datagrams of `perDatagram` lines over `keys` keys: counters of 1, or with `mixed`, a
+    /// counter, a gauge, a timer and a histogram in turn (values that vary from line to line).
+    init(keys: Int, perDatagram: Int, mixed: Bool = false) {
         self.perDatagram = perDatagram
         // Enough distinct datagrams to cycle through every key evenly.
         var count = keys
         while count % perDatagram != 0 { count += keys }
+        if mixed {
+            while count % 4 != 0 || count % perDatagram != 0 { count += keys }
+        }
         var datagrams: [[UInt8]] = []
         for first in stride(from: 0, to: count, by: perDatagram) {
             var bytes: [UInt8] = []
-            for line in first..<(first + perDatagram) { bytes += Array("load.key.\(line % keys):1|c\n".utf8) }
+            for line in first..<(first + perDatagram) {
+                let key = line % keys
+                guard mixed else {
+                    bytes += Array("load.key.\(key):1|c\n".utf8)
+                    continue
+                }
+                let value = (line * 37) % 1000
+                switch key % 4 {
+                case 0: bytes += Array("load.count.\(key):1|c\n".utf8)
+                case 1: bytes += Array("load.gauge.\(key):\(value)|g\n".utf8)
+                case 2: bytes += Array("load.time.\(key):\(value).\(line % 10)|ms\n".utf8)
+                default: bytes += Array("load.size.\(key):\(value)|h\n".utf8)
+                }
+            }
             datagrams.append(bytes)
         }
         self.datagrams = datagrams
@@ -482,21 +500,25 @@ struct Soak: ParsableCommand {
 
 struct Parse: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Parse and record datagrams of 20 counter lines over 1,000 keys in this process: ns per line.",
+        abstract: "Parse and record datagrams of 20 lines (counters over 1,000 keys by default) in this process: ns per line.",
         discussion: """
             Run it under valgrind with two counts (valgrind loopd-bench parse --datagrams 10000, then \
             20000): the same "total heap usage" for both means no allocation per line once the \
-            series exist.
+            series exist, and the difference in instructions over the lines between is the cost \
+            of a line.
             """)
     @Option var datagrams = 200_000
+    @Option(help: "Distinct keys.") var keys = 1000
+    @Flag(help: "Counters, gauges, timers and histograms in turn, instead of counters only.") var mixed = false
 
     func validate() throws {
         guard datagrams > 0 else { throw ValidationError("--datagrams must be > 0, got \(datagrams)") }
+        guard keys > 0 else { throw ValidationError("--keys must be > 0, got \(keys)") }
     }
 
     func run() {
         let ingest = Ingest(maxLineLength: 8192, maxSeries: 100_000)
-        let generator = LoadGenerator(keys: 1000, perDatagram: 20)
+        let generator = LoadGenerator(keys: keys, perDatagram: 20, mixed: mixed)
         let start = now()
         for index in 0..<datagrams {
             generator.datagrams[index % generator.datagrams.count].withUnsafeBytes { ingest.ingest(datagram: $0) }

@@ -107,6 +107,34 @@ struct StatsDParserTests {
                 let found = bytes.withUnsafeBytes { firstIndex(of: sought, in: $0, from: start, to: end) }
                 #expect(found == expected, "\(bytes) [\(start)..<\(end)] \(sought)")
             }
+            for (sought, other) in [(UInt8(0x3a), UInt8(0x7c)), (0x00, 0x01), (0x3b, 0x3a)] {
+                let expected = bytes[start..<end].firstIndex { $0 == sought || $0 == other } ?? end
+                let found = bytes.withUnsafeBytes { firstIndex(of: sought, or: other, in: $0, from: start, to: end) }
+                #expect(found == expected, "\(bytes) [\(start)..<\(end)] \(sought) or \(other)")
+            }
+        }
+    }
+
+    @Test func theHashOfAKeyIsThatOfItsBytesOneByOneWhateverItsLength() {
+        // The reference: every whole word, then the rest assembled byte by byte.
+        func reference(_ bytes: [UInt8]) -> UInt64 {
+            var h = StatsDParser.seed ^ (UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15)
+            var position = 0
+            while position < bytes.count {
+                var word: UInt64 = 0
+                for (shift, byte) in bytes[position..<min(position + 8, bytes.count)].enumerated() {
+                    word |= UInt64(byte) << UInt64(8 * shift)
+                }
+                h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
+                h ^= h >> 31
+                position += 8
+            }
+            h = (h ^ (h >> 30)) &* 0x94D0_49BB_1331_11EB
+            return h ^ (h >> 31)
+        }
+        for count in 0..<40 {
+            let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            #expect(bytes.withUnsafeBytes { StatsDParser.hash($0) } == reference(bytes), "\(count) bytes")
         }
     }
 
