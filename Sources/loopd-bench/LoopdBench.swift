@@ -500,7 +500,8 @@ struct Soak: ParsableCommand {
 
 struct Parse: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Parse and record datagrams of 20 lines (counters over 1,000 keys by default) in this process: ns per line.",
+        abstract:
+            "Parse and record datagrams of 20 lines (counters over 1,000 keys by default) in this process: ns per line.",
         discussion: """
             Run it under valgrind with two counts (valgrind loopd-bench parse --datagrams 10000, then \
             20000): the same "total heap usage" for both means no allocation per line once the \
