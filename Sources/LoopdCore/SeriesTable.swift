@@ -425,21 +425,86 @@ public struct SeriesTable: Sendable {
     /// reader still holds it: when one reader's copy of a series expires, or is created anew,
     /// while another's goes on, what the old copy counted stays counted.
     public struct MergeState: Sendable {
-        /// By key: each table's totals of the series at the last merge (nil: not in it).
-        fileprivate var last: [[UInt8]: [Totals?]] = [:]
-        /// By key: the totals of copies that are gone, carried into the merged series.
-        fileprivate var carried: [[UInt8]: Totals] = [:]
+        /// The keys of the series followed at the last merge, each at an index into the
+        /// arrays below.
+        fileprivate var keys = KeyIndex()
+        /// At `index * tables + position`: table `position`'s totals of the series at the last
+        /// merge (nil: not in it).
+        fileprivate var last: [Totals?] = []
+        /// At `index`: the totals of copies that are gone, carried into the merged series.
+        fileprivate var carried: [Totals] = []
+        /// How many tables the last merge took.
+        fileprivate var tables = 0
 
-        fileprivate struct Totals: Sendable {
+        fileprivate struct Totals: Sendable, Equatable {
             var total: Double
             var totalSum: Double
+            static let zero = Totals(total: 0, totalSum: 0)
         }
 
         /// No series seen yet.
         public init() {}
 
         /// The series whose totals are followed.
-        public var count: Int { last.count }
+        public var count: Int { keys.count }
+    }
+
+    /// Keys by their bytes: an open-addressing index over keys stored end to end, as the
+    /// table's own (a merge looks up every series, so no key is copied into an array of its
+    /// own, and the hash is the parser's, not `Hashable`'s).
+    fileprivate struct KeyIndex: Sendable {
+        private var keyBytes: [UInt8] = []
+        private var keyEnds: [Int] = []
+        private var hashes: [UInt64] = []
+        private var slots: [Int32] = [Int32](repeating: -1, count: 64)
+
+        var count: Int { keyEnds.count }
+
+        /// Room for `count` keys without growing the index.
+        mutating func reserve(_ count: Int, bytes: Int) {
+            keyBytes.reserveCapacity(bytes)
+            keyEnds.reserveCapacity(count)
+            hashes.reserveCapacity(count)
+            var capacity = 64
+            while capacity < count * 2 { capacity *= 2 }
+            if capacity > slots.count { slots = [Int32](repeating: -1, count: capacity) }
+        }
+
+        /// The index of `key` (whose hash is `hash`), if it is there.
+        func find(_ key: ArraySlice<UInt8>, hash: UInt64) -> Int? {
+            let mask = slots.count - 1
+            var slot = Int(truncatingIfNeeded: hash) & mask
+            while true {
+                let index = Int(slots[slot])
+                if index < 0 { return nil }
+                if hashes[index] == hash {
+                    let start = index == 0 ? 0 : keyEnds[index - 1]
+                    if SeriesTable.bytesEqual(keyBytes[start..<keyEnds[index]], key) { return index }
+                }
+                slot = (slot + 1) & mask
+            }
+        }
+
+        /// Adds `key`, which is not there, at the next index.
+        mutating func append(_ key: ArraySlice<UInt8>, hash: UInt64) {
+            if (count + 1) * 2 > slots.count { rebuild(capacity: slots.count * 2) }
+            keyBytes.append(contentsOf: key)
+            keyEnds.append(keyBytes.count)
+            hashes.append(hash)
+            place(count - 1)
+        }
+
+        private mutating func place(_ index: Int) {
+            let mask = slots.count - 1
+            var slot = Int(truncatingIfNeeded: hashes[index]) & mask
+            while slots[slot] >= 0 { slot = (slot + 1) & mask }
+            slots[slot] = Int32(index)
+        }
+
+        private mutating func rebuild(capacity: Int) {
+            slots = [Int32](repeating: -1, count: capacity)
+            for index in 0..<count { place(index) }
+        }
     }
 
     /// `merging(_:)`, with the totals of copies that are gone carried over (see `MergeState`);
@@ -448,30 +513,38 @@ public struct SeriesTable: Sendable {
         guard tables.count > 1 else { return merging(tables) }
         let (table, maps) = merge(tables)
         var merged = table
+        let width = tables.count
         var next = MergeState()
-        next.last.reserveCapacity(merged.count)
-        // Each table's totals by merged series.
-        var perTable = [[MergeState.Totals?]](
-            repeating: [MergeState.Totals?](repeating: nil, count: tables.count), count: merged.count)
+        next.tables = width
+        next.keys.reserve(merged.count, bytes: merged.keyBytes.count)
+        next.last.reserveCapacity(merged.count * width)
+        next.carried.reserveCapacity(merged.count)
+        // Each table's totals by merged series, at `index * width + position`.
+        var perTable = [MergeState.Totals?](repeating: nil, count: merged.count * width)
         for (position, table) in tables.enumerated() {
             for series in 0..<table.count where table.kind(series) != .gauge && table.kind(series) != .set {
-                perTable[Int(maps[position][series])][position] = .init(
+                perTable[Int(maps[position][series]) * width + position] = .init(
                     total: table.total[series], totalSum: table.totalSum[series])
             }
         }
         for index in 0..<merged.count {
             let kind = merged.kind(index)
             guard kind != .gauge && kind != .set else { continue }
-            let key = Array(merged.key(index))
-            let now = perTable[index]
-            var carried = state.carried[key] ?? .init(total: 0, totalSum: 0)
-            if let before = state.last[key], before.count == now.count {
-                for (old, new) in zip(before, now) {
-                    // A copy that is gone, or counts less than it did (created anew): what it
-                    // counted stays.
-                    if let old, new == nil || new!.total < old.total {
-                        carried.total += old.total
-                        carried.totalSum += old.totalSum
+            let key = merged.key(index)
+            let hash = key.withUnsafeBytes { StatsDParser.hash($0) }
+            let now = perTable[(index * width)..<((index + 1) * width)]
+            var carried = MergeState.Totals.zero
+            if let before = state.keys.find(key, hash: hash) {
+                carried = state.carried[before]
+                if state.tables == width {
+                    for position in 0..<width {
+                        // A copy that is gone, or counts less than it did (created anew): what
+                        // it counted stays.
+                        let new = now[now.startIndex + position]
+                        if let old = state.last[before * width + position], new == nil || new!.total < old.total {
+                            carried.total += old.total
+                            carried.totalSum += old.totalSum
+                        }
                     }
                 }
             }
@@ -480,8 +553,9 @@ public struct SeriesTable: Sendable {
             merged.totalSum[index] = Swift.max(
                 Swift.min(merged.totalSum[index] + carried.totalSum, .greatestFiniteMagnitude),
                 -.greatestFiniteMagnitude)
-            next.last[key] = now
-            if carried.total != 0 || carried.totalSum != 0 { next.carried[key] = carried }
+            next.keys.append(key, hash: hash)
+            next.last.append(contentsOf: now)
+            next.carried.append(carried)
         }
         state = next
         return merged
@@ -558,8 +632,18 @@ public struct SeriesTable: Sendable {
                 slots[slot] = Int32(index)
                 return (index, true)
             }
-            if hashes[series] == hash32 && self.key(series).elementsEqual(key) { return (series, false) }
+            if hashes[series] == hash32 && Self.bytesEqual(self.key(series), key) { return (series, false) }
             slot = (slot + 1) & mask
+        }
+    }
+
+    /// Whether two keys hold the same bytes (eight at a time, where `elementsEqual` goes one
+    /// by one).
+    fileprivate static func bytesEqual(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        guard !a.isEmpty else { return true }
+        return a.withUnsafeBytes { a in
+            b.withUnsafeBytes { b in memcmpBytes(a.baseAddress!, b.baseAddress!, a.count) == 0 }
         }
     }
 

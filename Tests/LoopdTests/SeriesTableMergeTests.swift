@@ -167,4 +167,30 @@ struct SeriesTableMergeTests {
         feed(a, "c:2|c\n")
         #expect(total(merged(), "c") == 2, "created anew, from zero")
     }
+
+    @Test func everySeriesOfManyKeepsWhatItsExpiredCopyCounted() throws {
+        let (a, b) = (Ingest(maxLineLength: 1024, maxSeries: 1000), Ingest(maxLineLength: 1024, maxSeries: 1000))
+        var state = SeriesTable.MergeState()
+        func totals() -> [String: Double] {
+            let table = SeriesTable.merging(
+                [a.endInterval(expireAfter: 2), b.endInterval(expireAfter: 2)], state: &state)
+            let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+            var totals = [String: Double]()
+            for summary in flush.summaries() {
+                totals[String(decoding: flush.name(summary.series), as: UTF8.self)] = summary.total
+            }
+            return totals
+        }
+        let keys = 700
+        feed(a, (0..<keys).map { "key.\($0):\($0 + 1)|c" }.joined(separator: "\n"))
+        feed(b, (0..<keys).map { "key.\($0):1|c" }.joined(separator: "\n"))
+        var expected = Dictionary(uniqueKeysWithValues: (0..<keys).map { ("key.\($0)", Double($0 + 2)) })
+        #expect(totals() == expected)
+        for _ in 0..<4 {
+            feed(b, (0..<keys).map { "key.\($0):1|c" }.joined(separator: "\n"))
+            for key in expected.keys { expected[key]! += 1 }
+            #expect(totals() == expected, "what a counted stays counted after its copies expire")
+        }
+        #expect(state.count == keys)
+    }
 }
