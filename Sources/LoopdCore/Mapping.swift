@@ -69,18 +69,18 @@ public struct MappingRule: Sendable {
             let components = match.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
             guard components.allSatisfy({ !$0.isEmpty }) else {
                 throw MappingError(
-                    "match \(match.debugDescription): a glob has no empty component (no '..', no leading or trailing '.')"
+                    "match \(Mapper.shown(match)): a glob has no empty component (no '..', no leading or trailing '.')"
                 )
             }
             if let bad = match.utf8.first(where: { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "|") }) {
                 throw MappingError(
-                    "match \(match.debugDescription): a name never contains \(Character(Unicode.Scalar(bad)).debugDescription)"
+                    "match \(Mapper.shown(match)): a name never contains \(Character(Unicode.Scalar(bad)).debugDescription)"
                 )
             }
             let stars = match.utf8.count(where: { $0 == UInt8(ascii: "*") })
             guard stars <= MappingRule.maxCaptures else {
                 throw MappingError(
-                    "match \(match.debugDescription): at most \(MappingRule.maxCaptures) '*', got \(stars)")
+                    "match \(Mapper.shown(match)): at most \(MappingRule.maxCaptures) '*', got \(stars)")
             }
             (globComponents, globStars, regex) = (components.map(Array.init), stars, nil)
         case .regex:
@@ -88,7 +88,7 @@ public struct MappingRule: Sendable {
                 (globComponents, globStars) = ([], 0)
                 regex = RegexBox(try Regex(match), pattern: match)
             } catch {
-                throw MappingError("match \(match.debugDescription): not a regular expression: \(error)")
+                throw MappingError("match \(Mapper.shown(match)): not a regular expression: \(error)")
             }
         }
         let captures = regex?.captureCount ?? globStars
@@ -98,9 +98,12 @@ public struct MappingRule: Sendable {
         if let name {
             let template = try Template(name, what: "name", captures: captures)
             guard !template.parts.isEmpty else { throw MappingError("name: empty") }
+            if Mapper.hasControlCharacter(name) {
+                throw MappingError("name \(Mapper.shown(name)): a name cannot contain control characters")
+            }
             if let bad = template.literalBytes.first(where: { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "|") }) {
                 throw MappingError(
-                    "name \(name.debugDescription): a name cannot contain \(Character(Unicode.Scalar(bad)).debugDescription)"
+                    "name \(Mapper.shown(name)): a name cannot contain \(Character(Unicode.Scalar(bad)).debugDescription)"
                 )
             }
             nameTemplate = template
@@ -115,13 +118,17 @@ public struct MappingRule: Sendable {
                 })
             else {
                 throw MappingError(
-                    "labels: the key \(label.key.debugDescription) must be non-empty, without ':', ',', '|', spaces or control characters"
+                    "labels: the key \(Mapper.shown(label.key)) must be non-empty, without ':', ',', '|', spaces or control characters"
                 )
             }
             guard seen.insert(label.key).inserted else { throw MappingError("labels: \(label.key) given twice") }
+            if Mapper.hasControlCharacter(label.value) {
+                throw MappingError(
+                    "labels.\(label.key) \(Mapper.shown(label.value)): a value cannot contain control characters")
+            }
             if label.value.utf8.contains(where: { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "|") }) {
                 throw MappingError(
-                    "labels.\(label.key) \(label.value.debugDescription): a value cannot contain ',' or '|' (a tag would split)"
+                    "labels.\(label.key) \(Mapper.shown(label.value)): a value cannot contain ',' or '|' (a tag would split)"
                 )
             }
             return (Array(label.key.utf8), try Template(label.value, what: "labels.\(label.key)", captures: captures))
@@ -329,24 +336,37 @@ private struct Template: Sendable {
                     end += 1
                 }
                 guard end > index + 1, end < bytes.count, bytes[end] == UInt8(ascii: "}") else {
-                    throw MappingError("\(what) \(text.debugDescription): '${' must be followed by digits and '}'")
+                    throw MappingError("\(what) \(Mapper.shown(text)): '${' must be followed by digits and '}'")
                 }
                 index = end + 1
             } else if index < bytes.count && bytes[index] >= 0x30 && bytes[index] <= 0x39 {
                 number = Int(bytes[index] - 0x30)
                 index += 1
+                // statsd_exporter reads `$10` as capture 10 and `$1_x` as a capture named `1_x`;
+                // read here as `$1` then text, such a name would differ silently.
+                if index < bytes.count, Self.isWordByte(bytes[index]) {
+                    throw MappingError(
+                        "\(what) \(Mapper.shown(text)): $\(number) followed by \(Character(Unicode.Scalar(bytes[index])).debugDescription) is ambiguous: write ${\(number)} then the text, or ${n} for capture n"
+                    )
+                }
             } else {
-                throw MappingError("\(what) \(text.debugDescription): '$' must be followed by 0-9, {n} or $")
+                throw MappingError("\(what) \(Mapper.shown(text)): '$' must be followed by 0-9, {n} or $")
             }
             guard number <= captures else {
                 throw MappingError(
-                    "\(what) \(text.debugDescription): $\(number) names no capture (the pattern has \(captures))")
+                    "\(what) \(Mapper.shown(text)): $\(number) names no capture (the pattern has \(captures))")
             }
             flush()
             parts.append(.capture(number))
         }
         flush()
         self.parts = parts
+    }
+
+    /// A letter, a digit or `_`: what statsd_exporter reads as part of a `$name`.
+    static func isWordByte(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+            || byte == UInt8(ascii: "_")
     }
 
     func expand(_ name: UnsafeRawBufferPointer, _ captures: [Range<Int>], cleaning: Bool) -> [UInt8] {
@@ -412,28 +432,59 @@ public struct Mapper: Sendable {
     /// What is wrong with a prefix (for a message naming its setting), or nil: it must not hold
     /// `:`, `|`, `#`, `,` or a space, nor make loopd's own names.
     public static func prefixProblem(_ prefix: String) -> String? {
+        if prefix.utf8.count > maxPrefixBytes {
+            return "must be at most \(maxPrefixBytes) bytes, got \(prefix.utf8.count)"
+        }
         if prefix.utf8.contains(where: { ":|#, \t\n".utf8.contains($0) }) {
-            return "must not contain ':', '|', '#', ',' or spaces, got \(prefix.debugDescription)"
+            return "must not contain ':', '|', '#', ',' or spaces, got \(shown(prefix))"
+        }
+        if hasControlCharacter(prefix) {
+            return "must not contain control characters or line separators, got \(shown(prefix))"
         }
         if prefix.hasPrefix(".") || prefix.hasSuffix(".") || prefix.contains("..") {
             return
-                "must not start or end with '.' or hold '..' (a '.' is added after it), got \(prefix.debugDescription)"
+                "must not start or end with '.' or hold '..' (a '.' is added after it), got \(shown(prefix))"
         }
         let bytes = Array(prefix.utf8)
         if bytes.withUnsafeBytes({ StatsDParser.isReserved($0, nameEnd: $0.count) }) {
-            return "would make every name one of loopd's own (loopd.*), got \(prefix.debugDescription)"
+            return "would make every name one of loopd's own (loopd.*), got \(shown(prefix))"
         }
         return nil
     }
 
     /// What is wrong with a tag to add (`key:value` or `key`), or nil.
     public static func tagProblem(_ tag: String) -> String? {
+        if tag.utf8.count > maxTagBytes { return "must be at most \(maxTagBytes) bytes, got \(tag.utf8.count)" }
         guard let first = tag.utf8.first, first != UInt8(ascii: ":"),
-            !tag.utf8.contains(where: { ",|# \t\n".utf8.contains($0) })
+            !tag.utf8.contains(where: { ",|# \t\n".utf8.contains($0) }), !hasControlCharacter(tag)
         else {
-            return "must be key:value or key, without ',', '|', '#' or spaces, got \(tag.debugDescription)"
+            return
+                "must be key:value or key, without ',', '|', '#', spaces or control characters, got \(shown(tag))"
         }
         return nil
+    }
+
+    /// The longest prefix, global or of a kind, in bytes.
+    public static let maxPrefixBytes = 256
+    /// The longest tag the server adds, in bytes.
+    public static let maxTagBytes = 256
+    /// The most tags the server adds to every series.
+    public static let maxTags = 64
+
+    /// Whether `text` holds a control character (C0, DEL or C1) or a Unicode line or paragraph
+    /// separator: what no output should carry from a config file.
+    public static func hasControlCharacter(_ text: String) -> Bool {
+        text.unicodeScalars.contains {
+            $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x2028 || $0.value == 0x2029
+        }
+    }
+
+    /// `text` quoted and escaped for a message, cut to its first 80 characters (then `…`), so
+    /// that a huge or hostile value neither floods a log nor writes into it.
+    public static func shown(_ text: String) -> String {
+        let limit = 80
+        guard text.count > limit else { return text.debugDescription }
+        return String(text.prefix(limit)).debugDescription + "…"
     }
 
     /// What a line becomes.

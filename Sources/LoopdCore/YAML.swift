@@ -59,8 +59,39 @@ public enum YAML {
 
     /// The document of `text`, or nil if it has none (only comments and blank lines).
     public static func parse(_ text: String) throws(Error) -> Node? {
+        try refuseControlCharacters(text)
         var parser = Parser(Array(text.utf8))
         return try parser.document()
+    }
+
+    /// Throws at the first control character (but tab, line feed and carriage return) or line
+    /// break other than those two: YAML refuses the one, and reads the other as a line break
+    /// where this reader would not.
+    static func refuseControlCharacters(_ text: String) throws(Error) {
+        var line = 1
+        var afterCarriageReturn = false
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0A:
+                if !afterCarriageReturn { line += 1 }
+                afterCarriageReturn = false
+                continue
+            case 0x0D:
+                line += 1
+                afterCarriageReturn = true
+                continue
+            case 0x09: break
+            case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029:
+                let code = String(scalar.value, radix: 16, uppercase: true)
+                throw Error(
+                    line: line,
+                    reason:
+                        "U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code) is a control character or a line break YAML reads as such: not allowed in a config file (write it as an escape in a double-quoted value)"
+                )
+            default: break
+            }
+            afterCarriageReturn = false
+        }
     }
 }
 
@@ -90,6 +121,9 @@ private struct Parser {
     var column: Int { position - lineStart }
 
     static func isBreak(_ byte: UInt8?) -> Bool { byte == nil || byte == 0x0A || byte == 0x0D }
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+    }
     static func isBlank(_ byte: UInt8?) -> Bool { byte == 0x20 || byte == 0x09 }
     static func isSpaceOrEnd(_ byte: UInt8?) -> Bool { isBreak(byte) || isBlank(byte) }
 
@@ -141,8 +175,16 @@ private struct Parser {
     // MARK: Document
 
     mutating func document() throws(YAML.Error) -> Node? {
-        // The first content line (the text may start with one).
-        while Self.isBlank(current) { position += 1 }
+        // The first content line (the text may start with one), indented with spaces only.
+        while current == 0x20 { position += 1 }
+        if current == 0x09 {
+            let tab = position
+            skipToLineEnd()
+            if !Self.isBreak(current) {
+                position = tab
+                throw fail("a tab in the indentation: YAML indents with spaces only")
+            }
+        }
         var column: Int? = column
         if Self.isBreak(current) || current == UInt8(ascii: "#") { column = try nextContentLine() }
         guard var start = column else { return nil }
@@ -216,6 +258,9 @@ private struct Parser {
 
     /// Throws for the indicators of what is not read.
     func refuseUnsupported() throws(YAML.Error) {
+        if current == UInt8(ascii: "?") && Self.isSpaceOrEnd(peek(1)) {
+            throw fail("complex keys (? ) are not read: write key: value, or quote a value that starts with ?")
+        }
         switch current {
         case UInt8(ascii: "&"), UInt8(ascii: "*"):
             throw fail("anchors and aliases (& and *) are not read: quote a value that starts with one")
@@ -512,10 +557,15 @@ private struct Parser {
                 ]
                 text += Array(named[escape]!.utf8)
                 continue
-            default: throw fail("\\\(Character(Unicode.Scalar(escape))) is not an escape YAML knows")
+            default:
+                throw fail(
+                    escape < 0x80
+                        ? "\\\(Character(Unicode.Scalar(escape))) is not an escape YAML knows"
+                        : "a \\ before a non-ASCII character is not an escape YAML knows")
             }
             guard digits > 0 else { continue }
             guard position + digits <= bytes.count,
+                bytes[position..<position + digits].allSatisfy({ Self.isHexDigit($0) }),
                 let code = UInt32(String(decoding: bytes[position..<position + digits], as: UTF8.self), radix: 16),
                 let scalar = Unicode.Scalar(code)
             else {

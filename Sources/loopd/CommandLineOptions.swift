@@ -144,7 +144,7 @@ struct CommandLineOptions {
     {
         Option(name: name, value: "n", help: help) { options, text in
             guard let value = Int(text) else {
-                throw Problem(description: "--\(name): expected a whole number, got \(text.debugDescription)")
+                throw Problem(description: "--\(name): expected a whole number, got \(Mapper.shown(text))")
             }
             options.flags[keyPath: field] = value
         }
@@ -155,7 +155,7 @@ struct CommandLineOptions {
     {
         Option(name: name, value: "seconds", help: help) { options, text in
             guard let value = Double(text) else {
-                throw Problem(description: "--\(name): expected a number, got \(text.debugDescription)")
+                throw Problem(description: "--\(name): expected a number, got \(Mapper.shown(text))")
             }
             options.flags[keyPath: field] = value
         }
@@ -180,7 +180,7 @@ struct CommandLineOptions {
             }
             guard argument.hasPrefix("--") else {
                 throw Problem(
-                    description: "unexpected argument \(argument.debugDescription): every option is --name value")
+                    description: "unexpected argument \(Mapper.shown(argument)): every option is --name value")
             }
             var name = String(argument.dropFirst(2))
             var value: String?
@@ -189,7 +189,8 @@ struct CommandLineOptions {
                 name = String(name[..<equals])
             }
             guard let option = options.first(where: { $0.name == name }) else {
-                throw Problem(description: "unknown option --\(name)")
+                let plain = name.utf8.count <= 80 && name.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+                throw Problem(description: "unknown option \(plain ? "--" + name : Mapper.shown("--" + name))")
             }
             if value == nil {
                 guard index < arguments.count else {

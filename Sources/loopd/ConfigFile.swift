@@ -84,7 +84,7 @@ struct ConfigFile {
             guard keys.contains(key) else {
                 throw Problem(
                     description:
-                        "\(path):\(line(keyNode)): unknown key \(key.debugDescription); the keys are \(keys.sorted().joined(separator: ", ")) and mappings"
+                        "\(path):\(line(keyNode)): unknown key \(Mapper.shown(key)); the keys are \(keys.sorted().joined(separator: ", ")) and mappings"
                 )
             }
             entries[key] = Entry(node: value, line: line(value))
@@ -97,9 +97,10 @@ struct ConfigFile {
         "\(path):\(entries[key]?.line ?? 0): \(key)"
     }
 
-    /// The scalar text of `key`, if the file sets it; throws if it is a list or a map.
+    /// The scalar text of `key`, if the file sets it (a null value, `~` or nothing, does not);
+    /// throws if it is a list or a map.
     func string(_ key: String) throws(Problem) -> String? {
-        guard let entry = entries[key] else { return nil }
+        guard let entry = entries[key], !entry.node.isNull else { return nil }
         guard let text = entry.node.string else {
             throw Problem(description: "\(origin(key)): expected one value, not a list or a map")
         }
@@ -110,7 +111,7 @@ struct ConfigFile {
     func int(_ key: String) throws(Problem) -> Int? {
         guard let text = try string(key) else { return nil }
         guard let value = Int(text.replacingUnderscores()) else {
-            throw Problem(description: "\(origin(key)): expected a whole number, got \(text.debugDescription)")
+            throw Problem(description: "\(origin(key)): expected a whole number, got \(Mapper.shown(text))")
         }
         return value
     }
@@ -118,21 +119,21 @@ struct ConfigFile {
     /// The number value of `key`, if the file sets it.
     func double(_ key: String) throws(Problem) -> Double? {
         guard let text = try string(key) else { return nil }
-        guard let value = Double(text), value.isFinite else {
-            throw Problem(description: "\(origin(key)): expected a number, got \(text.debugDescription)")
+        guard let value = Self.decimal(text) else {
+            throw Problem(description: "\(origin(key)): expected a number, got \(Mapper.shown(text))")
         }
         return value
     }
 
     /// A list of numbers for `key`: a YAML list, or one comma-separated string as the flag takes.
     func numbers(_ key: String) throws(Problem) -> [Double]? {
-        guard let entry = entries[key] else { return nil }
+        guard let entry = entries[key], !entry.node.isNull else { return nil }
         return try Self.numbers(entry.node, what: origin(key))
     }
 
     /// A list of strings for `key`: a YAML list, or a map (`host: web1` becomes `host:web1`).
     func tagList(_ key: String) throws(Problem) -> [String]? {
-        guard let entry = entries[key] else { return nil }
+        guard let entry = entries[key], !entry.node.isNull else { return nil }
         var tags = [String]()
         switch entry.node {
         case let .sequence(items, _):
@@ -170,10 +171,10 @@ struct ConfigFile {
         var texts = [String]()
         if case let .sequence(items, _) = node {
             for item in items {
-                guard let text = item.string, let number = Double(text), number.isFinite else {
+                guard let text = item.string, Self.decimal(text) != nil else {
                     throw Problem(
                         description:
-                            "\(what) (line \(line(item))): expected numbers, got \((item.string ?? "a list or a map").debugDescription)"
+                            "\(what) (line \(line(item))): expected numbers, got \(item.string.map(Mapper.shown) ?? "a list or a map")"
                     )
                 }
                 texts.append(text)
@@ -187,12 +188,21 @@ struct ConfigFile {
         }
         var numbers = [Double]()
         for text in texts {
-            guard let number = Double(text), number.isFinite else {
-                throw Problem(description: "\(what): expected numbers, got \(text.debugDescription)")
+            guard let number = decimal(text) else {
+                throw Problem(description: "\(what): expected numbers, got \(Mapper.shown(text))")
             }
             numbers.append(number)
         }
         return numbers
+    }
+
+    /// A finite number written in decimal (`1.5`, `-2`, `1e3`), or nil: Swift's `Double(_:)`
+    /// also reads hexadecimal (`0x1p3`), `inf` and `nan`, which a config file does not mean.
+    static func decimal(_ text: String) -> Double? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ "0123456789+-.eE".utf8.contains($0) }),
+            let number = Double(text), number.isFinite
+        else { return nil }
+        return number
     }
 
     // MARK: Rules
@@ -204,6 +214,8 @@ struct ConfigFile {
     ]
 
     private static func rules(_ node: Node, path: String) throws(Problem) -> [MappingRule] {
+        // `mappings:` with every rule commented out: no rule.
+        if node.isNull { return [] }
         guard case let .sequence(items, _) = node else {
             throw Problem(
                 description: "\(path):\(line(node)): mappings: expected a list of rules (each line starting with -)")
@@ -230,7 +242,7 @@ struct ConfigFile {
             guard let key = keyNode.string, ruleKeys.contains(key) else {
                 throw Problem(
                     description:
-                        "\(path):\(line(keyNode)): unknown mapping rule key \((keyNode.string ?? "").debugDescription); the keys are \(ruleKeys.sorted().joined(separator: ", "))"
+                        "\(path):\(line(keyNode)): unknown mapping rule key \(Mapper.shown(keyNode.string ?? "")); the keys are \(ruleKeys.sorted().joined(separator: ", "))"
                 )
             }
             guard values[key] == nil else {
@@ -239,7 +251,7 @@ struct ConfigFile {
             values[key] = value
         }
         func text(_ key: String) throws(Problem) -> String? {
-            guard let node = values[key] else { return nil }
+            guard let node = values[key], !node.isNull else { return nil }
             guard let text = node.string else {
                 throw Problem(description: "\(path):\(line(node)): \(key): expected one value, not a list or a map")
             }
@@ -250,7 +262,8 @@ struct ConfigFile {
             guard let type = MappingRule.MatchType(rawValue: value) else {
                 throw Problem(
                     description:
-                        "\(path):\(line(values["match_type"]!)): match_type must be glob or regex, got \(value)")
+                        "\(path):\(line(values["match_type"]!)): match_type must be glob or regex, got \(Mapper.shown(value))"
+                )
             }
             return type
         }
@@ -258,7 +271,7 @@ struct ConfigFile {
             guard let kinds = metricKinds[value] else {
                 throw Problem(
                     description:
-                        "\(path):\(line(values["match_metric_type"]!)): match_metric_type must be one of \(metricKinds.keys.sorted().joined(separator: ", ")), got \(value)"
+                        "\(path):\(line(values["match_metric_type"]!)): match_metric_type must be one of \(metricKinds.keys.sorted().joined(separator: ", ")), got \(Mapper.shown(value))"
                 )
             }
             return kinds
@@ -266,7 +279,8 @@ struct ConfigFile {
         let action = try text("action").map { (value) throws(Problem) -> MappingRule.Action in
             guard let action = MappingRule.Action(rawValue: value) else {
                 throw Problem(
-                    description: "\(path):\(line(values["action"]!)): action must be map or drop, got \(value)")
+                    description:
+                        "\(path):\(line(values["action"]!)): action must be map or drop, got \(Mapper.shown(value))")
             }
             return action
         }
@@ -276,10 +290,11 @@ struct ConfigFile {
                 throw Problem(description: "\(path):\(line(node)): labels: expected keys and values")
             }
             for (key, value) in pairs.map({ ($0.key, $0.value) }) {
-                guard let key = key.string, let value = value.string else {
-                    throw Problem(description: "\(path):\(line(key)): labels: each label is a name and one value")
+                guard let name = key.string, let text = value.string, !value.isNull else {
+                    throw Problem(
+                        description: "\(path):\(line(key)): labels: each label is a name and one value, not null")
                 }
-                labels.append((key, value))
+                labels.append((name, text))
             }
         }
         let percentiles = try values["percentiles"].map { (node) throws(Problem) in

@@ -179,6 +179,9 @@ struct Settings {
                 throw Problem(description: "\(origin(prefixes[index].key, flag: prefixes[index].flag)) \(problem)")
             }
         }
+        try check(
+            tags.count <= Mapper.maxTags,
+            "\(flags.tags != nil ? "--tag" : file!.origin("tags")): at most \(Mapper.maxTags) tags, got \(tags.count)")
         for tag in tags {
             if let problem = Mapper.tagProblem(tag) {
                 throw Problem(description: "\(flags.tags != nil ? "--tag" : file!.origin("tags")): each tag \(problem)")
@@ -187,7 +190,7 @@ struct Settings {
         guard let layout = GraphiteFormat.Layout(rawValue: graphiteLayout) else {
             throw Problem(
                 description:
-                    "\(origin("graphite-layout", flag: flags.graphiteLayout)) must be loopd or etsy, got \(graphiteLayout)"
+                    "\(origin("graphite-layout", flag: flags.graphiteLayout)) must be loopd or etsy, got \(Mapper.shown(graphiteLayout))"
             )
         }
         var kindPrefixes: [MetricKind: String] = [:]
@@ -220,7 +223,7 @@ struct Settings {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw Problem(
                 description:
-                    "\(origin("log-level", flag: flags.logLevel)) must be one of trace, debug, info, notice, warning, error, critical; got \(logLevel)"
+                    "\(origin("log-level", flag: flags.logLevel)) must be one of trace, debug, info, notice, warning, error, critical; got \(Mapper.shown(logLevel))"
             )
         }
         try check(
@@ -228,13 +231,13 @@ struct Settings {
         guard let timers = PrometheusOptions.Timers(rawValue: prometheusTimers) else {
             throw Problem(
                 description:
-                    "\(origin("prometheus-timers", flag: flags.prometheusTimers)) must be histogram or summary, got \(prometheusTimers)"
+                    "\(origin("prometheus-timers", flag: flags.prometheusTimers)) must be histogram or summary, got \(Mapper.shown(prometheusTimers))"
             )
         }
         guard let mode = UInt32(unixSocketMode, radix: 8), mode <= 0o777 else {
             throw Problem(
                 description:
-                    "\(origin("unix-socket-mode", flag: flags.unixSocketMode)) must be octal permissions in 0...777, got \(unixSocketMode)"
+                    "\(origin("unix-socket-mode", flag: flags.unixSocketMode)) must be octal permissions in 0...777, got \(Mapper.shown(unixSocketMode))"
             )
         }
         try check(

@@ -131,16 +131,16 @@ struct ConfigFileTests {
         ("prefix-timer: a:b\n", "loopd.yaml:1: prefix-timer must not contain ':'"),
         ("tags: [host:web1, 'a,b']\n", "loopd.yaml:1: tags: each tag must be key:value or key"),
         ("tags: host\n", "loopd.yaml:1: tags: expected a list of tags"),
-        ("graphite-layout: carbon\n", "loopd.yaml:1: graphite-layout must be loopd or etsy, got carbon"),
+        ("graphite-layout: carbon\n", "loopd.yaml:1: graphite-layout must be loopd or etsy, got \"carbon\""),
         ("readers: 0\n", "loopd.yaml:1: readers must be in 1...\(Settings.cores) (the cores), got 0"),
         ("readers: 4096\n", "loopd.yaml:1: readers must be in 1...\(Settings.cores) (the cores), got 4096"),
         ("mappings:\n  - name: x\n", "loopd.yaml:2: mapping rule: match is required"),
         ("mappings:\n  - match: a\n    nmae: x\n", "loopd.yaml:3: unknown mapping rule key \"nmae\""),
         (
             "mappings:\n  - match: a\n    match_type: fuzzy\n",
-            "loopd.yaml:3: match_type must be glob or regex, got fuzzy"
+            "loopd.yaml:3: match_type must be glob or regex, got \"fuzzy\""
         ),
-        ("mappings:\n  - match: a\n    action: keep\n", "loopd.yaml:3: action must be map or drop, got keep"),
+        ("mappings:\n  - match: a\n    action: keep\n", "loopd.yaml:3: action must be map or drop, got \"keep\""),
         ("mappings:\n  - match: a\n    match_metric_type: meter\n", "loopd.yaml:3: match_metric_type must be one of"),
         (
             "mappings:\n  - match: a.*\n  - match: b.*\n    name: x.$2\n",
@@ -159,6 +159,32 @@ struct ConfigFileTests {
             "mappings:\n  - match: a\n    percentiles: [1, x]\n",
             "loopd.yaml:3: percentiles (line 3): expected numbers, got \"x\""
         ),
+        // What a config file could otherwise put where no client line can.
+        ("prefix: \"p\\rq\"\n", "loopd.yaml:1: prefix must not contain control characters"),
+        ("prefix: \"a\\u0085b\"\n", "loopd.yaml:1: prefix must not contain control characters"),
+        ("prefix: \(String(repeating: "a", count: 257))\n", "loopd.yaml:1: prefix must be at most 256 bytes, got 257"),
+        ("tags: [\"a:\\e[31m\"]\n", "loopd.yaml:1: tags: each tag must be key:value or key"),
+        (
+            "tags: [\((0..<65).map { "t\($0)" }.joined(separator: ", "))]\n",
+            "loopd.yaml:1: tags: at most 64 tags, got 65"
+        ),
+        ("mappings:\n  - match: a\n    name: \"a\\nb\"\n", "a name cannot contain control characters"),
+        ("mappings:\n  - match: a\n    labels: {x: \"\\e[31m\"}\n", "a value cannot contain control characters"),
+        ("mappings:\n  - match: a\n    labels: {x: ~}\n", "loopd.yaml:3: labels: each label is a name and one value"),
+        (
+            "mappings:\n  - match: a.*.*\n    name: x.$10\n",
+            "loopd.yaml:3: mapping rule: name \"x.$10\": $1 followed by \"0\" is ambiguous: write ${1}"
+        ),
+        ("mappings:\n  - match: a.*\n    labels: {x: $1_y}\n", "$1 followed by \"_\" is ambiguous"),
+        ("flush-interval: 0x1p3\n", "loopd.yaml:1: flush-interval: expected a number, got \"0x1p3\""),
+        ("prometheus-buckets: [0x10]\n", "expected numbers, got \"0x10\""),
+        (
+            "log-level: \"\\e[2Jx\\ny\"\n",
+            #"log-level must be one of trace, debug, info, notice, warning, error, critical; got "\u{1B}[2Jx\ny""#
+        ),
+        ("\tport: 1\n", "loopd.yaml:1: not valid YAML: a tab in the indentation"),
+        ("port: 1\nprefix: a\u{0}b\n", "loopd.yaml:2: not valid YAML: U+0000 is a control character"),
+        ("port: 1\r\nprefix: a\u{2028}b\n", "loopd.yaml:2: not valid YAML: U+2028 is a control character"),
     ])
     func aProblemIsNamedWithItsLine(text: String, message: String) {
         let problem = Self.problem(text)
@@ -199,6 +225,28 @@ struct ConfigFileTests {
         let settings = try Self.settings("prefix: x\nprefix-counter: loopd\ntags:\n  canary: ~\n  empty:\n  host: a\n")
         #expect(settings.configuration.mapper?.kindPrefixes[.counter] == "loopd")
         #expect(settings.configuration.mapper?.tags == ["canary", "empty", "host:a"])
+    }
+
+    @Test func aNullValueLeavesItsKeyUnset() throws {
+        let settings = try Self.settings("prefix: ~\noutput: null\nmax-series: NULL\ntags: ~\nmappings:\n")
+        #expect(settings.configuration.mapper == nil, "no prefix, no tags, no rules")
+        #expect(settings.configuration.output == "-")
+        #expect(settings.configuration.maxSeries == 100_000)
+        var flags = Settings.Flags()
+        flags.prefix = "app"
+        #expect(try Self.settings("prefix: ~\n", flags: flags).configuration.mapper?.prefix == "app")
+    }
+
+    @Test func aHugeValueIsQuotedCutShort() {
+        let huge = String(repeating: "x", count: 200_000)
+        for text in [
+            "mappings:\n  - match: a\n    match_type: \(huge)\n", "log-level: \(huge)\n", "\(huge): 1\n",
+            "port: \(huge)\n", "prefix: a:\(huge)\n",
+        ] {
+            let problem = Self.problem(text)
+            #expect(
+                problem.count < 600 && !problem.contains(String(repeating: "x", count: 81)), "\(problem.prefix(700))")
+        }
     }
 
     @Test func aYAMLErrorIsShortAndDoesNotEchoTheFile() {

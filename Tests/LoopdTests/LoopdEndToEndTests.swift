@@ -228,8 +228,8 @@ struct LoopdEndToEndTests {
         (["--graphite-max-queued", "10"], "--graphite-max-queued must be in 1024...1099511627776 bytes, got 10"),
         (["--host", "example.com"], "--host/--port example.com: not a numeric"),
         (["--log-level", "loud"], "--log-level must be one of"),
-        (["--prometheus-timers", "both"], "--prometheus-timers must be histogram or summary, got both"),
-        (["--unix-socket-mode", "999"], "--unix-socket-mode must be octal permissions in 0...777, got 999"),
+        (["--prometheus-timers", "both"], "--prometheus-timers must be histogram or summary, got \"both\""),
+        (["--unix-socket-mode", "999"], "--unix-socket-mode must be octal permissions in 0...777, got \"999\""),
         (
             ["--unix-socket", "/nonexistent-dir/loopd.sock"],
             "--unix-socket /nonexistent-dir/loopd.sock: cannot receive there"

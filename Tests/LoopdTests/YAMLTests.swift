@@ -109,6 +109,17 @@ struct YAMLTests {
         ("a: @x\n", 1, "cannot start with @"),
         ("a: 1 extra: 2\n", 1, "a map cannot start"),
         ("l:\n  - a\n   - b\n", 3, "unexpected indentation"),
+        ("\ta: 1\n", 1, "a tab in the indentation"),
+        ("\n\n  \ta: 1\n", 3, "a tab in the indentation"),
+        ("a: \"\\x+9\"\n", 1, "hexadecimal digits"),
+        ("a: \"\\u+041\"\n", 1, "hexadecimal digits"),
+        ("a: \"\\é\"\n", 1, "a \\ before a non-ASCII character"),
+        ("v: ? x\n", 1, "complex keys"),
+        ("m: {? a : b}\n", 1, "complex keys"),
+        ("a: 1\nb: x\u{0}y\n", 2, "U+0000 is a control character"),
+        ("a: 1\rb: x\u{7F}\n", 2, "U+007F is a control character"),
+        ("a: x\u{85}y\n", 1, "U+0085"),
+        ("a: 1\r\n\r\nb: x\u{2029}\n", 3, "U+2029"),
     ])
     func whatItDoesNotReadIsRefusedWithItsLine(text: String, line: Int, reason: String) {
         do {
