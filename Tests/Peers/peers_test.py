@@ -22,6 +22,22 @@ def free_port(kind=socket.SOCK_STREAM):
         return s.getsockname()[1]
 
 
+def free_loopd_port():
+    """A port free for UDP and TCP alike, as loopd listens on both (a port free for UDP alone
+    can be a TCP listener's, or the local port of a connection, such as a scrape's)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp, \
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            tcp.bind(("127.0.0.1", 0))
+            port = tcp.getsockname()[1]
+            try:
+                udp.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no port free for both UDP and TCP")
+
+
 def wait_for(what, check, seconds=60):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -105,7 +121,7 @@ ENABLE_TAGS = False
         wait_for("carbon-cache to listen", lambda: port_open(carbon_port))
 
         # loopd, flushing every 2 s (whisper keeps one point per second: flushes never share one).
-        loopd_port = free_port(socket.SOCK_DGRAM)
+        loopd_port = free_loopd_port()
         exporter_port = free_port()
         output = os.path.join(work, "flushes.jsonl")
         # One mapping rule: the stream client's histogram gets buckets of its own.
@@ -341,11 +357,14 @@ scrape_configs:
         with open(config, "w") as f:
             f.write("graphite-layout: etsy\nprefix: app\nmappings:\n"
                     "  - match: legacy.*.hits\n    name: hits.$1\n")
-        etsy_port = free_port(socket.SOCK_DGRAM)
+        etsy_port = free_loopd_port()
         etsy = start([loopd_binary, "--config", config, "--port", str(etsy_port), "--flush-interval", "2",
                       "--output", os.path.join(work, "etsy.jsonl"), "--graphite", f"127.0.0.1:{carbon_port}"],
                      "loopd-etsy")
-        wait_for("loopd (etsy layout) to listen", lambda: port_open(etsy_port))
+        wait_for("loopd (etsy layout) to listen", lambda: port_open(etsy_port) or etsy.poll() is not None)
+        if etsy.poll() is not None:
+            raise AssertionError(f"loopd (etsy layout) exited with {etsy.poll()}: "
+                                 + open(os.path.join(work, "loopd-etsy.log")).read()[-2000:])
         client = statsd.StatsClient("127.0.0.1", etsy_port)
         for _ in range(10):
             client.incr("legacy.web.hits")
