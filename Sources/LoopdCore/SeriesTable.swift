@@ -460,14 +460,14 @@ public struct SeriesTable: Sendable {
 
         var count: Int { keyEnds.count }
 
-        /// Room for `count` keys without growing the index.
+        /// Room for `count` keys in all without growing the index.
         mutating func reserve(_ count: Int, bytes: Int) {
             keyBytes.reserveCapacity(bytes)
             keyEnds.reserveCapacity(count)
             hashes.reserveCapacity(count)
             var capacity = 64
             while capacity < count * 2 { capacity *= 2 }
-            if capacity > slots.count { slots = [Int32](repeating: -1, count: capacity) }
+            if capacity > slots.count { rebuild(capacity: capacity) }
         }
 
         /// The index of `key` (whose hash is `hash`), if it is there.
