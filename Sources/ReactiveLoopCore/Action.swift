@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A failure of an `Action` run.
 public enum ActionError<Error: Swift.Error>: Swift.Error {
     /// The action was disabled, or already executing, when it was applied.
@@ -15,15 +17,17 @@ extension ActionError: @unchecked Sendable {}  // Errors are handed between thre
 /// executing, and fails with `ActionError.disabled` otherwise. Every execution's events are also
 /// sent to `events`, `values`, `errors` and `completed`.
 public final class Action<Input, Output, Error: Swift.Error> {
-    @usableFromInline let execute: (Any, Input) -> SignalProducer<Output, Error>
+    /// Makes an execution's producer from the state's value (a `_ActionValue<State.Value>`).
+    @usableFromInline let execute: (AnyObject, Input) -> SignalProducer<Output, Error>
     @usableFromInline let state: MutableProperty<_ActionState>
     /// The property the action was created with: the action keeps it alive, as in ReactiveSwift.
     private let userState: AnyObject
     @usableFromInline let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
     @usableFromInline let disabledErrorsInput: Signal<(), Never>.Observer
     private let token: Lifetime.Token
-    /// The storages of `isExecuting` and `isEnabled`, completed when the action goes away.
-    private let derivedStorages: (_PropertyStorage<Bool>, _PropertyStorage<Bool>)
+    /// `isExecuting` and `isEnabled`, made the first time either is asked for: until then a
+    /// change of the state updates nothing else.
+    private let derived = AtomicLazyReference<_ActionDerivedState>()
 
     /// Ends when the action goes away.
     public let lifetime: Lifetime
@@ -37,10 +41,16 @@ public final class Action<Input, Output, Error: Swift.Error> {
     public let disabledErrors: Signal<(), Never>
     /// A value each time an execution completes.
     public let completed: Signal<(), Never>
+
     /// Whether an execution is running.
-    public let isExecuting: Property<Bool>
+    ///
+    /// The same property on every read. It sends a value only when the answer changes.
+    public var isExecuting: Property<Bool> { derivedState.isExecuting }
+
     /// Whether applying the action now would run it: enabled by its condition and not executing.
-    public let isEnabled: Property<Bool>
+    ///
+    /// The same property on every read. It sends a value only when the answer changes.
+    public var isEnabled: Property<Bool> { derivedState.isEnabled }
 
     /// Creates an action whose enabledness and work depend on the value of `state`.
     ///
@@ -52,38 +62,22 @@ public final class Action<Input, Output, Error: Swift.Error> {
         state: State, enabledIf isEnabled: @escaping (State.Value) -> Bool,
         execute: @escaping (State.Value, Input) -> SignalProducer<Output, Error>
     ) {
-        self.execute = { value, input in execute(value as! State.Value, input) }
+        // The state's value is always boxed as `_ActionValue<State.Value>`: no dynamic cast.
+        self.execute = { value, input in
+            execute(unsafeDowncast(value, to: _ActionValue<State.Value>.self).value, input)
+        }
         self.userState = state
         (lifetime, token) = Lifetime.make()
         let initial = state.value
-        self.state = MutableProperty(_ActionState(isUserEnabled: isEnabled(initial), value: initial))
+        self.state = MutableProperty(_ActionState(isUserEnabled: isEnabled(initial), value: _ActionValue(initial)))
         (events, eventsInput) = Signal.pipe()
         (disabledErrors, disabledErrorsInput) = Signal.pipe()
         values = events.compactMap { $0.value }
         errors = events.compactMap { $0.error }
         completed = events.compactMap { $0.isCompleted ? () : nil }
-        // `isExecuting` and `isEnabled` are set by one observer of the state, which the state's
-        // core calls serially in the order of the changes; each is set only when it changes.
-        let executing = _PropertyStorage(false)
-        let enabled = _PropertyStorage(self.state.value.isEnabled)
-        isExecuting = Property(_storage: executing)
-        self.isEnabled = Property(_storage: enabled)
-        derivedStorages = (executing, enabled)
-        var wasExecuting = false
-        var wasEnabled = enabled.value
-        self.state.signal.observeValues { state in
-            if state.isExecuting != wasExecuting {
-                wasExecuting = state.isExecuting
-                executing.set(wasExecuting)
-            }
-            if state.isEnabled != wasEnabled {
-                wasEnabled = state.isEnabled
-                enabled.set(wasEnabled)
-            }
-        }
         state.signal.take(during: lifetime).observeValues { [weak storage = self.state] value in
             storage?.modify { state in
-                state.value = value
+                state.value = _ActionValue(value)
                 state.isUserEnabled = isEnabled(value)
             }
         }
@@ -126,8 +120,7 @@ public final class Action<Input, Output, Error: Swift.Error> {
     }
 
     deinit {
-        derivedStorages.0.complete()
-        derivedStorages.1.complete()
+        derived.load()?.complete()
         token.dispose()
         eventsInput.sendCompleted()
         disabledErrorsInput.sendCompleted()
@@ -142,28 +135,52 @@ public final class Action<Input, Output, Error: Swift.Error> {
     /// Inlinable, so that the run specializes for the action's types in the caller.
     @inlinable
     public func apply(_ input: Input) -> SignalProducer<Output, ActionError<Error>> {
-        SignalProducer { [weak self] observer, lifetime in
+        // The run is the execution's run: its events are serial, as every producer's are, and
+        // it ends with the same lifetime, so the apply needs no serializing sink of its own.
+        SignalProducer(.run) { [weak self] observer, lifetime in
             guard let self else { return observer.send(error: .disabled) }
-            let value: Any? = self.state.modify { state in
-                guard state.isEnabled else { return nil }
-                state.isExecuting = true
-                return state.value
-            }
-            guard let value else {
-                observer.send(error: .disabled)
-                self.disabledErrorsInput.send(value: ())
-                return
-            }
-            let eventsInput = self.eventsInput
-            let state = self.state
-            lifetime += self.execute(value, input).start { event in
-                // Enabled again before the terminal event is seen, so that a completion handler
-                // can apply the action once more.
-                if event.isTerminating { state.modify { $0.isExecuting = false } }
-                observer.send(event.mapError(ActionError.producerFailed))
-                eventsInput.send(value: event)
-            }
+            self._execute(input, observer, lifetime)
         }
+    }
+
+    /// Starts one execution for a run of `apply(input)`, or fails the run if the action is
+    /// disabled or executing.
+    @inlinable
+    func _execute(
+        _ input: Input, _ observer: Signal<Output, ActionError<Error>>.Observer, _ lifetime: Lifetime
+    ) {
+        let value: AnyObject? = state.modify { state in
+            guard state.isEnabled else { return nil }
+            state.isExecuting = true
+            return state.value
+        }
+        guard let value else {
+            observer.send(error: .disabled)
+            disabledErrorsInput.send(value: ())
+            return
+        }
+        let execution = _ActionExecution(observer, events: eventsInput, state: state)
+        execute(value, input)._run(
+            Signal<Output, Error>.Observer(
+                { [execution] event in execution.receive(event) },
+                values: { [execution] value in execution.receive(value) }),
+            lifetime)
+    }
+
+    /// `isExecuting` and `isEnabled`, made on first use from the state's current value.
+    ///
+    /// Made while owning the state's delivery, so that no change is missed or seen twice: a
+    /// change made before is in the initial values, one made after is delivered to the new
+    /// observer.
+    private var derivedState: _ActionDerivedState {
+        if let made = derived.load() { return made }
+        let core = state.storage.core
+        let owned = core.beginExclusive()
+        defer { core.endExclusive(delivering: nil, owned: owned) }
+        if let made = derived.load() { return made }
+        let made = _ActionDerivedState(state.storage.value)
+        _ = core.observe(Signal.Observer(values: { [made] state in made.update(state) }), ifTerminated: .completed)
+        return derived.storeIfNil(made)
     }
 
     /// A binding target that applies and starts the action with each value.
@@ -181,10 +198,11 @@ extension Action: BindingTargetProvider {}
 struct _ActionState {
     @usableFromInline var isUserEnabled: Bool
     @usableFromInline var isExecuting = false
-    @usableFromInline var value: Any
+    /// The state property's value, as an `_ActionValue` of its type.
+    @usableFromInline var value: AnyObject
 
     @usableFromInline
-    init(isUserEnabled: Bool, value: Any) {
+    init(isUserEnabled: Bool, value: AnyObject) {
         self.isUserEnabled = isUserEnabled
         self.value = value
     }
@@ -192,6 +210,92 @@ struct _ActionState {
     @inlinable
     var isEnabled: Bool { isUserEnabled && !isExecuting }
 }
+
+/// A value of an action's state property, boxed once per change of that property, so that an
+/// apply reads it back with a pointer cast instead of a dynamic one.
+@usableFromInline
+final class _ActionValue<Value> {
+    @usableFromInline let value: Value
+
+    @usableFromInline
+    init(_ value: Value) { self.value = value }
+}
+
+/// One execution of an action: forwards its events to the run of `apply` that started it and
+/// to the action's `events`, and marks the action idle when it terminates.
+@usableFromInline
+final class _ActionExecution<Output, Error: Swift.Error> {
+    @usableFromInline let observer: Signal<Output, ActionError<Error>>.Observer
+    @usableFromInline let events: Signal<Signal<Output, Error>.Event, Never>.Observer
+    @usableFromInline let state: MutableProperty<_ActionState>
+
+    @inlinable
+    init(
+        _ observer: Signal<Output, ActionError<Error>>.Observer,
+        events: Signal<Signal<Output, Error>.Event, Never>.Observer, state: MutableProperty<_ActionState>
+    ) {
+        self.observer = observer
+        self.events = events
+        self.state = state
+    }
+
+    @inlinable
+    func receive(_ value: Output) {
+        observer.send(value: value)
+        events.send(value: .value(value))
+    }
+
+    @inlinable
+    func receive(_ event: Signal<Output, Error>.Event) {
+        // Enabled again before the terminal event is seen, so that a completion handler can
+        // apply the action once more.
+        if event.isTerminating { state.modify { $0.isExecuting = false } }
+        observer.send(event.mapError(ActionError.producerFailed))
+        events.send(value: event)
+    }
+}
+
+extension _ActionExecution: @unchecked Sendable {}  // Used by the execution's serial delivery.
+
+/// An action's `isExecuting` and `isEnabled`: one observer of the action's state sets each,
+/// only when it changes. The state's core calls it serially, in the order of the changes.
+final class _ActionDerivedState {
+    let executing: _PropertyStorage<Bool>
+    let enabled: _PropertyStorage<Bool>
+    let isExecuting: Property<Bool>
+    let isEnabled: Property<Bool>
+    // Confined to the state's serial delivery.
+    @exclusivity(unchecked) private var wasExecuting: Bool
+    @exclusivity(unchecked) private var wasEnabled: Bool
+
+    init(_ state: _ActionState) {
+        wasExecuting = state.isExecuting
+        wasEnabled = state.isEnabled
+        executing = _PropertyStorage(wasExecuting)
+        enabled = _PropertyStorage(wasEnabled)
+        isExecuting = Property(_storage: executing)
+        isEnabled = Property(_storage: enabled)
+    }
+
+    func update(_ state: _ActionState) {
+        if state.isExecuting != wasExecuting {
+            wasExecuting = state.isExecuting
+            executing.set(wasExecuting)
+        }
+        if state.isEnabled != wasEnabled {
+            wasEnabled = state.isEnabled
+            enabled.set(wasEnabled)
+        }
+    }
+
+    /// Completes both properties' streams: the action is going away.
+    func complete() {
+        executing.complete()
+        enabled.complete()
+    }
+}
+
+extension _ActionDerivedState: @unchecked Sendable {}  // See the type's documentation.
 
 extension Action where Input == Void {
     /// A producer that, when started, runs one execution; see `apply(_:)`.

@@ -310,7 +310,16 @@ extension SignalProducer {
     @discardableResult
     @inlinable
     public func startWithResult(_ action: @escaping (Result<Value, Error>) -> Void) -> any Disposable {
-        start(Signal.Observer(value: { action(.success($0)) }, failed: { action(.failure($0)) }))
+        // One closure for every kind of event: a start makes the observer and one closure
+        // context, where an observer of one closure per kind makes four objects.
+        start(
+            Signal.Observer { event in
+                switch event {
+                case let .value(value): action(.success(value))
+                case let .failed(error): action(.failure(error))
+                case .completed, .interrupted: break
+                }
+            })
     }
 
     /// Starts a run, receiving the `completed` event only.

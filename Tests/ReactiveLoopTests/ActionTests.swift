@@ -149,6 +149,42 @@ struct ActionTests {
         #expect(executing.terminal == .completed)
     }
 
+    /// `isExecuting` and `isEnabled` are made when first read: made while an execution runs,
+    /// they start from the current state and follow every change after it.
+    @Test func enablednessAndExecutionFirstReadDuringAnExecutionStartFromTheCurrentState() {
+        let (signal, input) = Signal<Int, Never>.pipe()
+        let action = Action<Void, Int, Never> { SignalProducer(signal) }
+        action.apply().start()
+        #expect(action.isExecuting.value)
+        #expect(!action.isEnabled.value)
+        let executing = Recorder<Bool, Never>()
+        let enabled = Recorder<Bool, Never>()
+        action.isExecuting.producer.start(executing.observer)
+        action.isEnabled.producer.start(enabled.observer)
+        input.sendCompleted()
+        #expect(executing.values == [true, false])
+        #expect(enabled.values == [false, true])
+        #expect(action.isExecuting === action.isExecuting)
+        #expect(action.isEnabled === action.isEnabled)
+    }
+
+    /// First read from inside the execution's own terminal event: the state already says idle.
+    @Test func enablednessFirstReadFromACompletionHandlerSaysEnabled() {
+        let action = Action<Int, Int, Never> { SignalProducer(value: $0) }
+        let seen = Box<[Bool]>([])
+        action.apply(1).startWithCompleted { seen.value = [action.isEnabled.value, action.isExecuting.value] }
+        #expect(seen.value == [true, false])
+    }
+
+    @Test func applyingAfterTheActionIsGoneFailsWithDisabled() {
+        var action: Action<Int, Int, Never>? = Action { SignalProducer(value: $0) }
+        let producer = action!.apply(1)
+        action = nil
+        let run = Recorder<Int, ActionError<Never>>()
+        producer.start(run.observer)
+        #expect(run.events == [.failed(.disabled)])
+    }
+
     @Test func releasingTheActionCompletesItsSignals() {
         let completed = Box(false)
         var action: Action<Void, Int, Never>? = Action { SignalProducer(value: 1) }

@@ -239,4 +239,31 @@ extension StressTests {
         #expect(!action.isExecuting.value)
         #expect(action.isEnabled.value)
     }
+
+    /// `isExecuting`, made while three threads apply the action, misses and repeats no change:
+    /// from its first value on it alternates, and it ends `false`. Whichever of the two
+    /// threads reading it first gets there, both get the same property.
+    @Test func isExecutingFirstReadWhileOtherThreadsApplyMissesNoChange() {
+        final class Recorded: @unchecked Sendable {  // Written only by serial deliveries.
+            var executing: [Bool] = []
+            var properties: [ObjectIdentifier?] = [nil, nil]
+        }
+        let perThread = min(Self.valuesPerThread / 20, 5_000)
+        let action = Action<Int, Int, Never> { SignalProducer(value: $0) }
+        let recorded = Recorded()
+        DispatchQueue.concurrentPerform(iterations: 5) { thread in
+            if thread >= 3 {
+                for _ in 0..<(perThread / 4) { action.apply(0).start() }
+                let property = action.isExecuting
+                recorded.properties[thread - 3] = ObjectIdentifier(property)
+                if thread == 3 { property.producer.startWithValues { recorded.executing.append($0) } }
+                return
+            }
+            for index in 0..<perThread { action.apply(index).start() }
+        }
+        #expect(recorded.properties[0] != nil && recorded.properties[0] == recorded.properties[1])
+        #expect(!recorded.executing.isEmpty)
+        #expect(zip(recorded.executing, recorded.executing.dropFirst()).allSatisfy { $0 != $1 })
+        #expect(recorded.executing.last == false)
+    }
 }
