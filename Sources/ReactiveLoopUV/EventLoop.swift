@@ -39,16 +39,18 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     /// Guards `state` and `pending`; its condition wakes threads waiting for a borrower to hand
     /// the loop back.
-    private let stateLock = _Lock(withCondition: true)
+    private let stateLock = _Lock(withCondition: true, spinning: true)
     // Protected by stateLock. Where the loop is in its life, and which thread holds it.
-    private var state = _LoopLifecycle.open(holder: nil)
+    // Exclusivity checks are off for it and the queue's two buffers: the lock (or the loop
+    // thread) already makes every access exclusive, and the checks cost more than the queueing.
+    @exclusivity(unchecked) private var state = _LoopLifecycle.open(holder: nil)
     // Protected by stateLock. Work queued by `execute`, oldest first.
-    private var pending: [_QueuedWork] = []
+    @exclusivity(unchecked) private var pending: [_QueuedWork] = []
     /// The thread that holds the loop (drives it, or borrows it for one call), or 0: a copy of
     /// `state`'s holder, written under `stateLock`, read without it by `inEventLoop`.
     private let holderThread = Atomic<UInt>(0)
     // Confined to the loop thread. The other buffer of the queue's double buffering.
-    private var draining: [_QueuedWork] = []
+    @exclusivity(unchecked) private var draining: [_QueuedWork] = []
     // Confined to the loop thread. The objects owning the loop's handles, by handle (see
     // "Lifetime of handles").
     private var owners: [UnsafeMutableRawPointer: _HandleEntry] = [:]
@@ -293,19 +295,25 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     ///
     /// - Returns: `false` if the loop was stopped: `task` is dropped, never run.
     @discardableResult
-    public func execute(_ task: @escaping () -> Void) -> Bool {
-        queue(.closure(task))
+    public func execute(_ task: consuming @escaping () -> Void) -> Bool {
+        queue(.closure(consume task))
     }
 
     /// Queues `work` for the loop thread (see `execute(_:)`); `false` if the loop was stopped.
-    func queue(_ work: _QueuedWork) -> Bool {
-        let (accepted, wasEmpty): (Bool, Bool) = stateLock.withLock {
-            guard case .open = state else { return (false, false) }
-            pending.append(work)
-            return (true, pending.count == 1)
+    ///
+    /// `work` is moved into the queue, and moved out of it to run: a closure's context is
+    /// retained by no one but the queue on its way to the loop thread.
+    func queue(_ work: consuming _QueuedWork) -> Bool {
+        stateLock.lock()
+        guard case .open = state else {
+            stateLock.unlock()
+            return false
         }
+        pending.append(work)
+        let wasEmpty = pending.count == 1
+        stateLock.unlock()
         if wasEmpty { uv_async_send(wakeup) }
-        return accepted
+        return true
     }
 
     /// How many closures are queued and not yet taken by the loop thread (for tests).
@@ -369,6 +377,8 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
             task()
         case let .job(job):
             job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+        case .moved:
+            break
         }
     }
 
@@ -384,12 +394,26 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
                 if stopping { uv_stop(uvLoop) }
                 return
             }
-            for work in draining { run(work) }
-            draining.removeAll(keepingCapacity: true)
+            runDraining()
             // Work queued by these tasks (or by other threads meanwhile) runs in the next round
             // only after a fresh wake-up, unless the loop is stopping: then drain to the end.
             if !stopping { return }
         }
+    }
+
+    /// Runs the work in `draining`, oldest first, and empties it (keeping its capacity). Each
+    /// piece of work is moved out before it runs, so it is released once, when it has run.
+    /// Loop thread only.
+    private func runDraining() {
+        var batch: [_QueuedWork] = []
+        swap(&batch, &draining)
+        for index in batch.indices {
+            var work = _QueuedWork.moved
+            swap(&work, &batch[index])
+            run(work)
+        }
+        batch.removeAll(keepingCapacity: true)
+        draining = batch
     }
 
     /// The timers for the runtime's own timed actions, made on first use. Loop thread.
@@ -457,8 +481,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         while true {
             stateLock.withLock { swap(&pending, &draining) }
             if draining.isEmpty { break }
-            for work in draining { run(work) }
-            draining.removeAll()
+            runDraining()
         }
         // Close what the owners hold, ending their streams; an owner's callback may close others.
         while let (handle, entry) = owners.first {
@@ -643,4 +666,6 @@ func currentThreadID() -> UInt {
 enum _QueuedWork {
     case closure(() -> Void)
     case job(UnownedJob)
+    /// What is left in the queue's slot once its work was moved out to run.
+    case moved
 }

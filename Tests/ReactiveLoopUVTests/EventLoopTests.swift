@@ -59,6 +59,30 @@ struct EventLoopTests {
         #expect(order.value == ["outer", "inner"])
     }
 
+    /// Tasks queued together run as one batch; each task's captures are released as soon as it
+    /// has run, not when the batch ends, so a large capture is not held across later tasks.
+    @Test func aTaskIsReleasedOnceItHasRunNotAtTheEndOfItsBatch() throws {
+        let loop = try EventLoop.startOnNewThread()
+        defer { loop.stop() }
+        let gate = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        weak var weakCapture: Tracked?
+        let releasedBeforeNextTask = Box<Bool?>(nil)
+        loop.execute { gate.wait() }
+        do {
+            let capture = Tracked()
+            weakCapture = capture
+            loop.execute { withExtendedLifetime(capture) {} }
+        }
+        loop.execute {
+            releasedBeforeNextTask.value = weakCapture == nil
+            done.signal()
+        }
+        gate.signal()
+        done.wait()
+        #expect(releasedBeforeNextTask.value == true)
+    }
+
     /// 4 threads each execute 250,000 closures: each runs exactly once, on the loop thread, in
     /// its thread's order (the wake-up is coalesced by libuv; nothing may be lost to that).
     @Test func crossThreadExecuteLosesAndReordersNothing() throws {

@@ -22,13 +22,23 @@ package final class _Lock: @unchecked Sendable {  // Safe: every access goes thr
     @usableFromInline let condition: UnsafeMutablePointer<pthread_cond_t>?
 
     /// Creates a lock; `withCondition` adds a condition variable for `wait()` and `broadcast()`.
+    ///
+    /// - Parameter spinning: On glibc, a thread that finds the lock taken spins a little before
+    ///   it sleeps (an adaptive mutex), which suits a lock held for a few instructions by many
+    ///   threads: sleeping and waking would cost more than the wait. Elsewhere it is ignored.
     @usableFromInline
-    package init(withCondition: Bool = false) {
+    package init(withCondition: Bool = false, spinning: Bool = false) {
         let conditionOffset = MemoryLayout<pthread_mutex_t>.stride
         let size = conditionOffset + (withCondition ? MemoryLayout<pthread_cond_t>.stride : 0)
         let storage = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
         mutex = storage.bindMemory(to: pthread_mutex_t.self, capacity: 1)
-        let mutexResult = pthread_mutex_init(mutex, nil)
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        defer { pthread_mutexattr_destroy(&attributes) }
+        #if canImport(Glibc)
+            if spinning { pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP)) }
+        #endif
+        let mutexResult = pthread_mutex_init(mutex, &attributes)
         _require(mutexResult == 0, "_Lock.init: pthread_mutex_init failed with \(mutexResult)")
         if withCondition {
             let condition = (storage + conditionOffset).bindMemory(to: pthread_cond_t.self, capacity: 1)
