@@ -58,6 +58,9 @@ final class Countdown: @unchecked Sendable {
     }
 }
 
+/// The countdown of the cross-thread execute rows (see `executeFromThreads`).
+let executeCountdown = Countdown()
+
 /// Lateness samples of one run, in nanoseconds.
 final class LatenessRecorder: @unchecked Sendable {
     var samples: [UInt64] = []
@@ -140,13 +143,35 @@ func loopBenchmarks() {
         loopSchedulerTimers($0, scheduleOnly: false)
     }
 
-    Benchmark("Execute 1M from another thread (EventLoop)", configuration: timers) { benchmark in
-        let countdown = Countdown()
-        countdown.remaining = benchmark.scaledIterations.count
+    /// Queues the benchmark's iterations from `threads` threads at once (each its share), until
+    /// the last task has run. The tasks tick `executeCountdown`, a global: a closure that
+    /// captures nothing has no context to retain and release, as the C floor's tasks have none,
+    /// so the rows compare the queues and not the reference counting of a shared capture.
+    func executeFromThreads(_ benchmark: Benchmark, threads: Int, _ queue: () -> Void) {
+        let perThread = benchmark.scaledIterations.count / threads
+        executeCountdown.remaining = perThread * threads
         benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { loop.execute { countdown.tick() } }
-        countdown.done.wait()
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            for _ in 0..<perThread { queue() }
+        }
+        executeCountdown.done.wait()
         benchmark.stopMeasurement()
+    }
+
+    Benchmark("Execute 1M from another thread (EventLoop)", configuration: timers) { benchmark in
+        executeFromThreads(benchmark, threads: 1) { loop.execute { executeCountdown.tick() } }
+    }
+
+    Benchmark("Execute 1M from 4 threads (EventLoop)", configuration: timers) { benchmark in
+        executeFromThreads(benchmark, threads: 4) { loop.execute { executeCountdown.tick() } }
+    }
+
+    // The same tasks, each capturing one object that all share: every queued closure retains
+    // it on its thread and releases it on the loop thread, one contended atomic each way.
+    Benchmark("Execute 1M from 4 threads, capturing a shared object (EventLoop)", configuration: timers) {
+        benchmark in
+        let countdown = executeCountdown
+        executeFromThreads(benchmark, threads: 4) { loop.execute { countdown.tick() } }
     }
 
     Benchmark("LoopScheduler.schedule, 1M actions", configuration: timers) { benchmark in
@@ -280,12 +305,26 @@ func loopBenchmarks() {
     }
 
     Benchmark("Execute 1M from another thread (NIO)", configuration: timers) { benchmark in
-        let countdown = Countdown()
-        countdown.remaining = benchmark.scaledIterations.count
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { nioLoop.execute { countdown.tick() } }
-        countdown.done.wait()
-        benchmark.stopMeasurement()
+        executeFromThreads(benchmark, threads: 1) { nioLoop.execute { executeCountdown.tick() } }
+    }
+
+    Benchmark("Execute 1M from 4 threads (NIO)", configuration: timers) { benchmark in
+        executeFromThreads(benchmark, threads: 4) { nioLoop.execute { executeCountdown.tick() } }
+    }
+
+    let serialQueue = DispatchQueue(label: "execute-peer")
+    Benchmark("Execute 1M from 4 threads (DispatchQueue.async)", configuration: timers) { benchmark in
+        executeFromThreads(benchmark, threads: 4) { serialQueue.async { executeCountdown.tick() } }
+    }
+
+    // The floor: a C queue of function and argument pairs into a raw libuv loop, woken by
+    // `uv_async_send` as `EventLoop` is (see CLibUVRaw/shim.h). Its tasks allocate nothing.
+    let cQueue = CQueueLoop()
+    Benchmark("Execute 1M from another thread (C queue, uv_async_send)", configuration: timers) { benchmark in
+        executeFromThreads(benchmark, threads: 1) { cQueue.push(executeCountdown) }
+    }
+    Benchmark("Execute 1M from 4 threads (C queue, uv_async_send)", configuration: timers) { benchmark in
+        executeFromThreads(benchmark, threads: 4) { cQueue.push(executeCountdown) }
     }
 
     Benchmark("Timer lateness, 1,000 x 1 ms (NIO scheduleTask)", configuration: lateness) { benchmark in
@@ -423,4 +462,31 @@ actor PlainHopCounter {
     private var count = 0
 
     func touch() { count &+= 1 }
+}
+
+/// A raw libuv loop on a thread of its own, fed by the C queue of CLibUVRaw/shim.h.
+final class CQueueLoop: @unchecked Sendable {  // The queue is thread safe; the loop is its thread's.
+    let queue = UnsafeMutablePointer<rl_c_queue>.allocate(capacity: 1)
+
+    init() {
+        let ready = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let queue = queue  // Only the new thread uses it until `ready`.
+        let thread = Thread {
+            let loop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
+            uv_loop_init(loop)
+            precondition(rl_c_queue_init(queue, loop) == 0, "rl_c_queue_init failed")
+            ready.signal()
+            uv_run(loop, UV_RUN_DEFAULT)  // Runs as long as the process: the async handle stays.
+        }
+        thread.start()
+        ready.wait()
+    }
+
+    /// Queues one tick of `countdown`, which runs on the loop's thread.
+    func push(_ countdown: Countdown) {
+        let result = rl_c_queue_push(
+            queue, { argument in Unmanaged<Countdown>.fromOpaque(argument!).takeUnretainedValue().tick() },
+            Unmanaged.passUnretained(countdown).toOpaque())
+        precondition(result == 0, "rl_c_queue_push: out of memory")
+    }
 }
