@@ -6,7 +6,8 @@
 //   the last has run. Raw libuv starts 1M preallocated `uv_timer_t`s (no allocation at all: its
 //   floor); NIO with `scheduleTask` and `scheduleCallback`; Dispatch with `asyncAfter` on a
 //   serial queue.
-// - Cross-thread execute: 1M closures queued from the benchmark thread, until the last has run.
+// - Cross-thread execute: 1M closures queued from the benchmark thread, or from 4 threads at
+//   once, until the last has run; the floor is a C queue with the same `uv_async_send` wake-up.
 // - Actor hops: 1k awaited calls per sample from a task on the global executor into an actor that runs on
 //   the loop (its `unownedExecutor`), on a NIO event loop, and on the default executor (a plain
 //   actor); each call hops there and back.
