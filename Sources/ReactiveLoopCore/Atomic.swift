@@ -8,7 +8,7 @@
 /// - Note: The toolchain's `Synchronization` module also declares `Atomic` (lock-free, for
 ///   integers and pointers). A file that imports both names this one `ReactiveLoop.Atomic`.
 public final class Atomic<Value> {
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     // Protected by lock.
     private var _value: Value
 

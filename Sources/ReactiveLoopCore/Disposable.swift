@@ -51,7 +51,7 @@ extension AnyDisposable: @unchecked Sendable {}  // `action` is handed over by t
 ///
 /// Adding to a composite that is already disposed disposes the new item at once.
 public final class CompositeDisposable: Disposable {
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     // Protected by lock. `nil` once disposed.
     private var items: [(id: UInt64, disposable: any Disposable)]? = []
     // Protected by lock.
@@ -135,7 +135,7 @@ extension CompositeDisposable: @unchecked Sendable {}  // All state is protected
 /// A disposable holding one inner disposable at a time: replacing the inner disposes the old
 /// one, and once the serial disposable is disposed, any inner set later is disposed at once.
 public final class SerialDisposable: Disposable {
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     // Protected by lock.
     private var current: (any Disposable)?
     // Protected by lock.

@@ -160,7 +160,7 @@ final class OutputWriter: @unchecked Sendable {  // `state` is protected by `loc
     /// Whether a line is being written, and the line waiting behind it with what to call once it
     /// is written or dropped.
     // A pthread lock, not `Mutex`: ThreadSanitizer reports false races on a contended `Mutex`.
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     // Protected by lock.
     private var state: (busy: Bool, waiting: (line: [UInt8], done: @Sendable () -> Void)?) = (false, nil)
 

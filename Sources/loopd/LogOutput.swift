@@ -24,7 +24,7 @@ final class LogOutput: @unchecked Sendable {  // `state` is protected by `lock`.
     }
 
     // A pthread lock, not `Mutex`: ThreadSanitizer reports false races on a contended `Mutex`.
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     // Protected by lock.
     private var state = State()
     private let queue = DispatchQueue(label: "loopd.log")

@@ -4,7 +4,7 @@ import Testing
 
 /// Records every event it receives.
 final class Recorder<Value, Error: Swift.Error>: @unchecked Sendable {
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     private var _events: [Signal<Value, Error>.Event] = []
     var events: [Signal<Value, Error>.Event] { lock.withLock { _events } }
     var values: [Value] { events.compactMap(\.value) }

@@ -108,7 +108,7 @@ final class _AsyncValuesState<Value, Error: Swift.Error>: @unchecked Sendable {
         case failed(Error)
     }
 
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     private let limit: Int?
     private let keepsNewest: Bool
     private var buffer: [Value] = []

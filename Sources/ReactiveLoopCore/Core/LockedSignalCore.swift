@@ -41,8 +41,8 @@ final class _LockedSignalCore<Value, Error: Swift.Error> {
     @usableFromInline typealias Observer = Signal<Value, Error>.Observer
     @usableFromInline typealias Subscription = _Subscription<Value, Error>
 
-    @usableFromInline let sendLock = _Lock()
-    @usableFromInline let stateLock = _Lock()
+    @usableFromInline let sendLock = _Lock.make()
+    @usableFromInline let stateLock = _Lock.make()
     /// The thread delivering, or 0.
     @usableFromInline let owner = Synchronization.Atomic<UInt>(0)
     // Confined to the delivering thread.

@@ -11,7 +11,7 @@
 @usableFromInline
 final class _PropertyStorage<Value> {
     @usableFromInline let core: _SignalCore<Value, Never>
-    @usableFromInline let lock = _Lock()
+    @usableFromInline let lock = _Lock.make()
     // Protected by lock; changed only by the owner of core's delivery.
     @usableFromInline var current: Value
 

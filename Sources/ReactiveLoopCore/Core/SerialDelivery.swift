@@ -415,7 +415,10 @@ extension _SerialDelivery {
 /// is rare, and a lock per run would cost an allocation on every start.
 @usableFromInline
 enum _SinkParking {
-    @usableFromInline static let locks: [_Lock] = (0..<16).map { _ in _Lock(withCondition: true) }
+    // Safe to share: a lock is thread safe (it is not `Sendable` only because `ManagedBuffer` is not).
+    @usableFromInline nonisolated(unsafe) static let locks: [_Lock] = (0..<16).map { _ in
+        _Lock.make(withCondition: true)
+    }
 
     /// The lock for `object`, picked by its address.
     @inlinable
@@ -429,7 +432,7 @@ enum _SinkParking {
 /// the report goes (standard error; tests capture it).
 @usableFromInline
 enum _ContentionReport {
-    private static let lock = _Lock()
+    nonisolated(unsafe) private static let lock = _Lock.make()  // Thread safe; see `_SinkParking.locks`.
     nonisolated(unsafe) private static var _seconds: Double = 5
     nonisolated(unsafe) private static var _report: @Sendable (String) -> Void = { message in
         let line = message + "\n"

@@ -61,7 +61,7 @@ extension DateScheduler {
 
 /// Resumes a continuation exactly once, whichever of completion and cancellation comes first.
 final class _ResumeOnce: @unchecked Sendable {  // The lock protects `continuation`.
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     // Protected by lock.
     private var continuation: CheckedContinuation<Void, any Swift.Error>?
 

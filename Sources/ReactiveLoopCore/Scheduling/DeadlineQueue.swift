@@ -9,7 +9,7 @@ import Synchronization
 /// allocation per action), and disposing it removes it from the heap at once, releasing its
 /// closure.
 final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by `lock`.
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     private let timer: any DispatchSourceTimer
     // Protected by lock. A min-heap on (deadline, sequence); each action knows its index.
     private var heap = _BinaryHeap<_TimedAction>()

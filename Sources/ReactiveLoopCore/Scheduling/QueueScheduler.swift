@@ -25,7 +25,7 @@ public final class QueueScheduler: DateScheduler {
 
     private let clock: _WallClockMapping
     private let timers: _DeadlineQueue
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     // Protected by lock. Repeating timers, kept until disposed.
     private var repeating: [UInt64: any DispatchSourceTimer] = [:]
     // Protected by lock.

@@ -31,7 +31,7 @@ public final class TestScheduler: DateScheduler {
         var action: () -> Void
     }
 
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     private let startDate: Date
     // Protected by lock. Time since `startDate` on the monotonic virtual clock.
     private var now: Duration = .zero

@@ -39,7 +39,7 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
 
     // nil: the system's wall clock, read directly.
     private let wallClock: (@Sendable () -> Date)?
-    private let lock = _Lock()
+    private let lock = _Lock.make()
     // Protected by lock.
     private var offset: Double?
     // A copy of `offset`'s bits for the lock-free check (NaN while there is none). Written under
