@@ -39,7 +39,7 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     /// Guards `state` and `pending`; its condition wakes threads waiting for a borrower to hand
     /// the loop back.
-    private let stateLock = _Lock.make(withCondition: true, spinning: true)
+    private let stateLock = _Lock.make(spinning: true)
     // Protected by stateLock. Where the loop is in its life, and which thread holds it.
     // Exclusivity checks are off for it and the queue's two buffers: the lock (or the loop
     // thread) already makes every access exclusive, and the checks cost more than the queueing.

@@ -417,7 +417,7 @@ extension _SerialDelivery {
 enum _SinkParking {
     // Safe to share: a lock is thread safe (it is not `Sendable` only because `ManagedBuffer` is not).
     @usableFromInline nonisolated(unsafe) static let locks: [_Lock] = (0..<16).map { _ in
-        _Lock.make(withCondition: true)
+        _Lock.make()
     }
 
     /// The lock for `object`, picked by its address.

@@ -48,7 +48,7 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
     @usableFromInline @exclusivity(unchecked) var queue: ContiguousArray<_Queued<Value, Error>> = []
     @usableFromInline @exclusivity(unchecked) var queueHead = 0
     /// Guards the mailbox and the fields marked so; contended senders wait on its condition.
-    @usableFromInline let stateLock = _Lock.make(withCondition: true)
+    @usableFromInline let stateLock = _Lock.make()
     // Protected by stateLock.
     @usableFromInline var posted: Event?
     // Protected by stateLock.

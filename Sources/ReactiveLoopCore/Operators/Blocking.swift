@@ -15,7 +15,7 @@ extension SignalProducer {
     /// - Returns: The only value, or the failure; `nil` if the run sent no value or more than
     ///   one, or was interrupted.
     public func single() -> Result<Value, Error>? {
-        let done = _Lock.make(withCondition: true)
+        let done = _Lock.make()
         var finished = false  // Protected by done.
         var result: Result<Value, Error>?  // Protected by done.
         var count = 0  // Protected by done.
