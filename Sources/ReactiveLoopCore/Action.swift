@@ -24,7 +24,6 @@ public final class Action<Input, Output, Error: Swift.Error> {
     private let userState: AnyObject
     @usableFromInline let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
     @usableFromInline let disabledErrorsInput: Signal<(), Never>.Observer
-    private let token: Lifetime.Token
     /// `isExecuting` and `isEnabled`, made the first time either is asked for: until then a
     /// change of the state updates nothing else.
     private let derived = AtomicLazyReference<_ActionDerivedState>()
@@ -67,7 +66,7 @@ public final class Action<Input, Output, Error: Swift.Error> {
             execute(unsafeDowncast(value, to: _ActionValue<State.Value>.self).value, input)
         }
         self.userState = state
-        (lifetime, token) = Lifetime.make()
+        lifetime = Lifetime(_target: nil)  // Ended by this object's deinit: no token needed.
         let initial = state.value
         self.state = MutableProperty(_ActionState(isUserEnabled: isEnabled(initial), value: _ActionValue(initial)))
         (events, eventsInput) = Signal.pipe()
@@ -121,7 +120,7 @@ public final class Action<Input, Output, Error: Swift.Error> {
 
     deinit {
         derived.load()?.complete()
-        token.dispose()
+        lifetime._end()
         eventsInput.sendCompleted()
         disabledErrorsInput.sendCompleted()
     }

@@ -7,7 +7,6 @@
 @propertyWrapper
 public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
     @usableFromInline let storage: _PropertyStorage<Value>
-    private let token: Lifetime.Token
 
     /// Ends when the property goes away.
     public let lifetime: Lifetime
@@ -48,7 +47,7 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
     public init(_ initialValue: Value) {
         storage = _PropertyStorage(initialValue)
         signal = Signal(source: .core(storage.core))
-        (lifetime, token) = Lifetime.make()
+        lifetime = Lifetime(_target: nil)  // Ended by this object's deinit: no token needed.
     }
 
     /// Creates a property with `wrappedValue` (property-wrapper form).
@@ -60,7 +59,7 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
     /// still held), then ends `lifetime`.
     deinit {
         storage.complete()
-        token.dispose()
+        lifetime._end()
     }
 
     /// Sets a new value and returns the old one, atomically.

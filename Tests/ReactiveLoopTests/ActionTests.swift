@@ -4,6 +4,17 @@ import Testing
 
 @Suite("Action")
 struct ActionTests {
+    /// The action's lifetime ends when the action goes away, and not before.
+    @Test func theLifetimeEndsWhenTheActionGoesAway() {
+        let ended = Box(false)
+        var action: Action<Int, Int, Never>? = Action { SignalProducer(value: $0) }
+        action!.lifetime.observeEnded { ended.value = true }
+        action!.apply(1).start()
+        #expect(!ended.value)
+        action = nil
+        #expect(ended.value)
+    }
+
     @Test func applyRunsTheWorkAndForwardsItsEventsEverywhere() {
         let action = Action<Int, String, TestError> { input in SignalProducer(value: "\(input)") }
         let values = Recorder<String, Never>()
