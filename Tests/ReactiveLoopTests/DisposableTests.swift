@@ -20,6 +20,34 @@ struct DisposableTests {
         #expect(wrapped.isDisposed)
     }
 
+    /// The disposable of an observation removes it once: disposing it again (from several
+    /// threads, too) neither removes another observer's place nor ends a signal that still has
+    /// observers.
+    @Test func anObservationsDisposableRemovesItOnce() {
+        var input: Signal<Int, Never>.Observer?
+        let ended = Box(false)
+        let received = Box<[Int]>([])
+        var first: (any Disposable)?
+        var second: (any Disposable)?
+        do {
+            let signal = Signal<Int, Never> { observer, lifetime in
+                input = observer
+                lifetime.observeEnded { ended.value = true }
+            }
+            first = signal.observeValues { _ in }
+            second = signal.observeValues { value in received.modify { $0.append(value) } }
+        }
+        nonisolated(unsafe) let disposable = first!  // Disposing is thread safe.
+        #expect(!disposable.isDisposed)
+        DispatchQueueShim.concurrentPerform(iterations: 4) { _ in disposable.dispose() }
+        #expect(disposable.isDisposed)
+        #expect(!ended.value)
+        input?.send(value: 1)
+        #expect(received.value == [1])
+        second?.dispose()
+        #expect(ended.value)
+    }
+
     @Test func anyDisposableRunsOnceUnderConcurrentDisposal() {
         let runs = Box(0)
         for _ in 0..<200 {

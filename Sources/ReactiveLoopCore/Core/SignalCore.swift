@@ -228,7 +228,7 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
         } else {
             applyPostedIfIdle()
         }
-        return AnyDisposable { [weak self] in self?.remove(subscription) }
+        return _Unsubscriber(core: self, subscription: subscription)
     }
 
     @inlinable
@@ -281,3 +281,39 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
 }
 
 extension _SignalCore: @unchecked Sendable {}  // See the type's documentation for what guards each field.
+
+/// The disposable `observe` returns: on the first `dispose()` it removes its subscription from
+/// the core, if the core is still there, and lets go of the subscription (and so of the
+/// observer and what its closures capture), even while the disposable itself is kept.
+///
+/// One object where a closure-based disposable takes two (the disposable and the closure's
+/// context).
+@usableFromInline
+final class _Unsubscriber<Value, Error: Swift.Error>: Disposable {
+    @usableFromInline let state = Synchronization.Atomic<Bool>(false)
+    @usableFromInline weak var core: _SignalCore<Value, Error>?
+    // Written in init, read and cleared only by the one caller that wins `state`.
+    @usableFromInline var subscription: _Subscription<Value, Error>?
+
+    @inlinable
+    init(core: _SignalCore<Value, Error>, subscription: _Subscription<Value, Error>) {
+        self.core = core
+        self.subscription = subscription
+    }
+
+    /// Whether `dispose()` has been called.
+    @inlinable
+    var isDisposed: Bool { state.load(ordering: .acquiring) }
+
+    /// Removes the subscription on the first call; later calls do nothing.
+    @inlinable
+    func dispose() {
+        guard state.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        let subscription = self.subscription.unsafelyUnwrapped
+        self.subscription = nil
+        core?.remove(subscription)
+    }
+}
+
+extension _Unsubscriber: @unchecked Sendable {}  // `subscription` is handed over by the atomic `state`.
