@@ -24,16 +24,12 @@ struct DisposableTests {
     /// threads, too) neither removes another observer's place nor ends a signal that still has
     /// observers.
     @Test func anObservationsDisposableRemovesItOnce() {
-        var input: Signal<Int, Never>.Observer?
-        let ended = Box(false)
+        let recorder = EndRecordingSignal<Int>()
         let received = Box<[Int]>([])
         var first: (any Disposable)?
         var second: (any Disposable)?
         do {
-            let signal = Signal<Int, Never> { observer, lifetime in
-                input = observer
-                lifetime.observeEnded { ended.value = true }
-            }
+            let signal = recorder.make()
             first = signal.observeValues { _ in }
             second = signal.observeValues { value in received.modify { $0.append(value) } }
         }
@@ -41,11 +37,11 @@ struct DisposableTests {
         #expect(!disposable.isDisposed)
         DispatchQueueShim.concurrentPerform(iterations: 4) { _ in disposable.dispose() }
         #expect(disposable.isDisposed)
-        #expect(!ended.value)
-        input?.send(value: 1)
+        #expect(!recorder.ended.value)
+        recorder.input?.send(value: 1)
         #expect(received.value == [1])
         second?.dispose()
-        #expect(ended.value)
+        #expect(recorder.ended.value)
     }
 
     @Test func anyDisposableRunsOnceUnderConcurrentDisposal() {

@@ -38,35 +38,22 @@ struct LeakTests {
 
     @Test func signalWithNoObserversAndNoReferenceIsReleased() {
         weak var weakSignal: Signal<Int, Never>?
-        let ended = Box(false)
-        var input: Signal<Int, Never>.Observer?
+        let recorder = EndRecordingSignal<Int>()
         do {
-            let signal = Signal<Int, Never> { observer, lifetime in
-                input = observer
-                lifetime.observeEnded { ended.value = true }
-            }
+            let signal = recorder.make()
             weakSignal = signal
         }
         #expect(weakSignal == nil)
-        #expect(ended.value)
-        #expect(input != nil)
+        #expect(recorder.ended.value)
+        #expect(recorder.input != nil)
     }
 
     @Test func signalWhoseLastObserverIsDisposedAfterItWasReleasedEnds() {
-        let ended = Box(false)
-        var input: Signal<Int, Never>.Observer?
-        var disposable: (any Disposable)?
-        do {
-            let signal = Signal<Int, Never> { observer, lifetime in
-                input = observer
-                lifetime.observeEnded { ended.value = true }
-            }
-            disposable = signal.observeValues { _ in }
-        }
-        #expect(!ended.value)
+        let recorder = EndRecordingSignal<Int>()
+        let disposable = recorder.make().observeValues { _ in }
+        #expect(!recorder.ended.value)
         disposable?.dispose()
-        #expect(ended.value)
-        _ = input
+        #expect(recorder.ended.value)
     }
 
     @Test func disposedObserverIsReleasedAtOnce() {
