@@ -307,6 +307,8 @@ public final class EventLoop: @unchecked Sendable {  // See "Threading"; each fi
         stateLock.lock()
         guard case .open = state else {
             stateLock.unlock()
+            // Released only now, outside the lock: a capture's deinit may call into the loop.
+            withExtendedLifetime(work) {}
             return false
         }
         pending.append(work)

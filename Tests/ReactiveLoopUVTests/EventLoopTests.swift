@@ -59,16 +59,40 @@ struct EventLoopTests {
         #expect(order.value == ["outer", "inner"])
     }
 
+    /// A task refused by a stopped loop is released outside the loop's lock, so its captures'
+    /// deinitializers may call into the loop (here, `execute` again) without deadlocking.
+    @Test func aRefusedTasksCapturesMayCallIntoTheLoop() throws {
+        let loop = try EventLoop.startOnNewThread()
+        loop.stop()
+        loop.waitUntilStopped()
+        let refusedAgain = Box<Bool?>(nil)
+        let finished = runWithWatchdog(seconds: 30) {
+            // The closure holds the only reference to its capture.
+            let accepted = loop.execute { [capture = Tracked { refusedAgain.value = !loop.execute {} }] in
+                withExtendedLifetime(capture) {}
+            }
+            #expect(!accepted)
+        }
+        #expect(finished)
+        #expect(refusedAgain.value == true)
+    }
+
     /// Tasks queued together run as one batch; each task's captures are released as soon as it
     /// has run, not when the batch ends, so a large capture is not held across later tasks.
     @Test func aTaskIsReleasedOnceItHasRunNotAtTheEndOfItsBatch() throws {
         let loop = try EventLoop.startOnNewThread()
         defer { loop.stop() }
         let gate = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
         weak var weakCapture: Tracked?
         let releasedBeforeNextTask = Box<Bool?>(nil)
-        loop.execute { gate.wait() }
+        loop.execute {
+            started.signal()
+            gate.wait()
+        }
+        // The loop thread is inside the first task: the next two are queued together.
+        started.wait()
         do {
             let capture = Tracked()
             weakCapture = capture
