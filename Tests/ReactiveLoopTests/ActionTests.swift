@@ -4,15 +4,18 @@ import Testing
 
 @Suite("Action")
 struct ActionTests {
-    /// The action's lifetime ends when the action goes away, and not before.
+    /// The action's lifetime ends when the action goes away, and not before, even while
+    /// something else still holds the lifetime.
     @Test func theLifetimeEndsWhenTheActionGoesAway() {
         let ended = Box(false)
         var action: Action<Int, Int, Never>? = Action { SignalProducer(value: $0) }
-        action!.lifetime.observeEnded { ended.value = true }
+        let lifetime = action!.lifetime
+        lifetime.observeEnded { ended.value = true }
         action!.apply(1).start()
         #expect(!ended.value)
         action = nil
         #expect(ended.value)
+        #expect(lifetime.hasEnded)
     }
 
     @Test func applyRunsTheWorkAndForwardsItsEventsEverywhere() {

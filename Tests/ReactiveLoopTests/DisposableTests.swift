@@ -1,6 +1,6 @@
 import ReactiveLoopTestSupport
 import Testing
-@testable import ReactiveLoopCore
+@testable @_spi(Testing) import ReactiveLoopCore
 
 @Suite("Disposables")
 struct DisposableTests {
@@ -22,13 +22,14 @@ struct DisposableTests {
 
     /// The disposable of an observation removes it once: disposing it again (from several
     /// threads, too) neither removes another observer's place nor ends a signal that still has
-    /// observers.
-    @Test func anObservationsDisposableRemovesItOnce() {
+    /// observers. For both signal cores (each returns its own kind of disposable).
+    @Test(arguments: [_SignalCoreKind.lockFree, .locked])
+    func anObservationsDisposableRemovesItOnce(kind: _SignalCoreKind) {
         let recorder = EndRecordingSignal<Int>()
         let received = Box<[Int]>([])
         var first: (any Disposable)?
         var second: (any Disposable)?
-        do {
+        withCoreKind(kind) {
             let signal = recorder.make()
             first = signal.observeValues { _ in }
             second = signal.observeValues { value in received.modify { $0.append(value) } }

@@ -16,7 +16,7 @@
 /// atomic exchange.
 ///
 /// The mutex lives in the lock object's own allocation, after its header, so it never moves
-/// and a lock is one allocation of 64 bytes. The condition variable is made by the first
+/// and a lock is one allocation (64 bytes on Linux). The condition variable is made by the first
 /// `wait()` (48 bytes more, kept until the lock goes): most locks never wait, and every
 /// signal has one. It is thread safe, though not `Sendable` (`ManagedBuffer` is not): what
 /// holds one says so in its own `@unchecked Sendable`.

@@ -286,8 +286,7 @@ extension _SignalCore: @unchecked Sendable {}  // See the type's documentation f
 /// the core, if the core is still there, and lets go of the subscription (and so of the
 /// observer and what its closures capture), even while the disposable itself is kept.
 ///
-/// One object where a closure-based disposable takes two (the disposable and the closure's
-/// context).
+/// One allocation where a closure-based disposable with a weak capture took three.
 @usableFromInline
 final class _Unsubscriber<Value, Error: Swift.Error>: Disposable {
     @usableFromInline let state = Synchronization.Atomic<Bool>(false)
