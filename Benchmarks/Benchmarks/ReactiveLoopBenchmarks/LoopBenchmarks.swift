@@ -144,17 +144,27 @@ func loopBenchmarks() {
         loopSchedulerTimers($0, scheduleOnly: false)
     }
 
-    /// Queues the benchmark's iterations from `threads` threads at once (each its share), until
-    /// the last task has run. The tasks tick `executeCountdown`, a global: a closure that
-    /// captures nothing has no context to retain and release, as the C floor's tasks have none,
-    /// so the rows compare the queues and not the reference counting of a shared capture.
-    func executeFromThreads(_ benchmark: Benchmark, threads: Int, _ queue: () -> Void) {
+    /// Queues the benchmark's iterations from `threads` threads of their own, all started
+    /// before the first task is queued (each queues its share), until the last task has run.
+    /// (`DispatchQueue.concurrentPerform` would run at most as many at once as there are
+    /// cores.) The tasks tick `executeCountdown`, a global: a closure that captures nothing has
+    /// no context to retain and release, as the C floor's tasks have none, so the rows compare
+    /// the queues and not the reference counting of a shared capture.
+    func executeFromThreads(_ benchmark: Benchmark, threads: Int, _ queue: @escaping @Sendable () -> Void) {
         let perThread = benchmark.scaledIterations.count / threads
         executeCountdown.remaining = perThread * threads
-        benchmark.startMeasurement()
-        DispatchQueue.concurrentPerform(iterations: threads) { _ in
-            for _ in 0..<perThread { queue() }
+        let ready = DispatchSemaphore(value: 0)
+        let go = DispatchSemaphore(value: 0)
+        for _ in 0..<threads {
+            Thread {
+                ready.signal()
+                go.wait()
+                for _ in 0..<perThread { queue() }
+            }.start()
         }
+        for _ in 0..<threads { ready.wait() }
+        benchmark.startMeasurement()
+        for _ in 0..<threads { go.signal() }
         executeCountdown.done.wait()
         benchmark.stopMeasurement()
     }
