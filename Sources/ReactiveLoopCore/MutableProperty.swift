@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A property whose value can be set from any thread.
 ///
 /// Every change is delivered to observers in the order the changes were made. Setting the
@@ -8,8 +10,13 @@
 public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
     @usableFromInline let storage: _PropertyStorage<Value>
 
-    /// Ends when the property goes away.
-    public let lifetime: Lifetime
+    /// Ends when the property goes away. The same object on every read.
+    public var lifetime: Lifetime {
+        if let made = madeLifetime.load() { return made }
+        return madeLifetime.storeIfNil(Lifetime(_target: nil))
+    }
+    /// The lifetime, made on first read: a property nobody asks it of has none to keep.
+    private let madeLifetime = AtomicLazyReference<Lifetime>()
 
     /// Every change from now on; completes when the property goes away.
     public let signal: Signal<Value, Never>
@@ -47,7 +54,6 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
     public init(_ initialValue: Value) {
         storage = _PropertyStorage(initialValue)
         signal = Signal(source: .core(storage.core))
-        lifetime = Lifetime(_target: nil)  // Ended by this object's deinit: no token needed.
     }
 
     /// Creates a property with `wrappedValue` (property-wrapper form).
@@ -59,7 +65,7 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
     /// still held), then ends `lifetime`.
     deinit {
         storage.complete()
-        lifetime._end()
+        madeLifetime.load()?._end()
     }
 
     /// Sets a new value and returns the old one, atomically.

@@ -56,6 +56,26 @@ struct MutablePropertyTests {
         #expect(completed.value)
     }
 
+    /// The lifetime is made on first read, from any thread: every read, on every thread, gets
+    /// the same one, and it ends with the property even while something else holds it.
+    @Test func theLifetimeIsOneObjectAndEndsWithThePropertyWhileHeldElsewhere() {
+        var property: MutableProperty<Int>? = MutableProperty(0)
+        let seen = Box<[ObjectIdentifier]>([])
+        do {
+            nonisolated(unsafe) let shared = property!  // Only read, by the threads below.
+            DispatchQueueShim.concurrentPerform(iterations: 8) { _ in
+                let identity = ObjectIdentifier(shared.lifetime)
+                seen.modify { $0.append(identity) }
+            }
+        }
+        #expect(Set(seen.value).count == 1)
+        let lifetime = property!.lifetime
+        #expect(ObjectIdentifier(lifetime) == seen.value.first)
+        #expect(!lifetime.hasEnded)
+        property = nil
+        #expect(lifetime.hasEnded)
+    }
+
     @Test func producerStartedFromAnotherThreadWhileSettingLosesNothing() {
         for _ in 0..<50 {
             let property = MutableProperty(0)
