@@ -61,8 +61,10 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
     // Confined to the owner of delivery. The same subscriptions in a plain buffer, iterated on
     // every event with no retain of the buffer or of a subscription (`observers` keeps them
     // alive). Only `set(_:)` replaces it, and never during a callout: changes are applied by
-    // the owner before or after an event, never in the middle of one.
+    // the owner before or after an event, never in the middle of one. With exactly one
+    // subscription there is no buffer: it is `onlyCallout` (most signals have one observer).
     @usableFromInline @exclusivity(unchecked) var callouts: UnsafeMutablePointer<Unmanaged<Subscription>>?
+    @usableFromInline @exclusivity(unchecked) var onlyCallout: Unmanaged<Subscription>?
     @usableFromInline @exclusivity(unchecked) var calloutCount = 0
 
     // Protected by stateLock.
@@ -97,8 +99,10 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
         observers = newObservers
         callouts?.deallocate()
         callouts = nil
+        onlyCallout = nil
         calloutCount = newObservers.count
-        guard !newObservers.isEmpty else { return }
+        if newObservers.count == 1 { onlyCallout = .passUnretained(newObservers[0]) }
+        guard newObservers.count > 1 else { return }
         let buffer = UnsafeMutablePointer<Unmanaged<Subscription>>.allocate(capacity: newObservers.count)
         for (index, subscription) in newObservers.enumerated() {
             (buffer + index).initialize(to: .passUnretained(subscription))
@@ -110,20 +114,26 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
 
     @inlinable @inline(__always)
     func deliver(value: Value, of event: Event) {
-        let callouts = self.callouts
         let count = calloutCount
+        if count == 1 {
+            return onlyCallout.unsafelyUnwrapped._withUnsafeGuaranteedRef { callOut($0, value: value, of: event) }
+        }
+        let callouts = self.callouts
         var index = 0
         while index < count {
-            callouts.unsafelyUnwrapped[index]._withUnsafeGuaranteedRef { subscription in
-                if !subscription.isDisposed.load(ordering: .relaxed) {
-                    if subscription.hasValueShortcut {
-                        subscription.valueAction(value)
-                    } else {
-                        subscription.action(event)
-                    }
-                }
-            }
+            callouts.unsafelyUnwrapped[index]._withUnsafeGuaranteedRef { callOut($0, value: value, of: event) }
             index &+= 1
+        }
+    }
+
+    /// Delivers a value to one subscription, unless it was disposed.
+    @inlinable @inline(__always)
+    func callOut(_ subscription: Subscription, value: Value, of event: Event) {
+        guard !subscription.isDisposed.load(ordering: .relaxed) else { return }
+        if subscription.hasValueShortcut {
+            subscription.valueAction(value)
+        } else {
+            subscription.action(event)
         }
     }
 
