@@ -41,8 +41,14 @@ struct RawPeer {
     let fd: Int32
 
     /// A TCP socket connected to `port` on 127.0.0.1.
-    static func connect(port: Int) throws -> RawPeer {
+    ///
+    /// - Parameter receiveBuffer: The `SO_RCVBUF` to set before connecting, which fixes the
+    ///   window the peer offers; the kernel's default (which grows) when nil.
+    static func connect(port: Int, receiveBuffer: Int32? = nil) throws -> RawPeer {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         let status = withLoopbackAddress(port: port) { Glibc.connect(fd, $0, $1) }
         try #require(status == 0, "connect to 127.0.0.1:\(port): errno \(errno)")
         return RawPeer(fd: fd)
@@ -514,32 +520,49 @@ struct HostileCallbackTests {
 @Suite("Hostile: slow and idle peers", .serialized)
 struct HostileSlowPeerTests {
     /// A connected pair: the loop's accepted side, and a raw peer that does what the test says.
-    func pair(_ loop: EventLoop) throws -> (TCPConnection, RawPeer, TCPListener) {
+    func pair(_ loop: EventLoop, receiveBuffer: Int32? = nil) throws -> (TCPConnection, RawPeer, TCPListener) {
         let listener = try TCPListener(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
         let accepted = Box<TCPConnection?>(nil)
         listener.connections.startWithResult { accepted.value = try? $0.get() }
-        let peer = try RawPeer.connect(port: listener.localAddress.port)
+        let peer = try RawPeer.connect(port: listener.localAddress.port, receiveBuffer: receiveBuffer)
         #expect(eventually { accepted.value != nil })
         return (try #require(accepted.value), peer, listener)
     }
 
     @Test func aPeerThatNeverReadsMeetsTheHighWaterMark() throws {
         try withLoop { loop in
-            let (connection, peer, _) = try pair(loop)
-            connection.setLimits(.init(writeHighWaterMark: 4 << 20))
+            let (connection, peer, _) = try pair(loop, receiveBuffer: 64 << 10)
+            let mark = 4 << 20
+            connection.setLimits(.init(writeHighWaterMark: mark))
             let refused = Box(0)
-            let chunk = [UInt8](repeating: 0x61, count: 64 << 10)
-            // 64 MiB offered to a peer that reads nothing: at most the mark is held (and the
-            // kernel's socket buffers); the rest is refused and said so.
-            for _ in 0..<1024 {
+            let chunkSize = 64 << 10
+            let chunk = [UInt8](repeating: 0x61, count: chunkSize)
+            // Far more than the mark offered to a peer that reads nothing: at most the mark is
+            // held, beside what the kernel's buffers take (the send buffer grows to at most
+            // tcp_wmem's maximum, the peer's receive buffer is fixed above); the rest (at least
+            // 900 writes whatever the kernel's limits) is refused and said so.
+            var received = Int32(0)
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(peer.fd, SOL_SOCKET, SO_RCVBUF, &received, &length)
+            let kernel = try #require(Self.largestSendBuffer()) + Int(received)
+            let mostTaken = (mark + kernel) / chunkSize + 2
+            for _ in 0..<(mostTaken + 900) {
                 connection.write(chunk) { error in
                     if error?.code == Int32(UV_ENOBUFS.rawValue) { refused.modify { $0 += 1 } }
                 }
             }
-            #expect(eventually { refused.value > 900 })
-            #expect(connection.queuedWriteBytes <= 4 << 20)
+            #expect(eventually { refused.value >= 900 }, "refused \(refused.value) of \(mostTaken + 900)")
+            #expect(connection.queuedWriteBytes <= mark)
             peer.close()
         }
+    }
+
+    /// The most a TCP socket's send buffer grows to by itself: `net.ipv4.tcp_wmem`'s third field.
+    static func largestSendBuffer() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/tcp_wmem", encoding: .utf8) else {
+            return nil
+        }
+        return text.split(whereSeparator: \.isWhitespace).last.flatMap { Int($0) }
     }
 
     @Test func aStalledPeerTimesOutAndItsQueuedWritesFail() throws {
