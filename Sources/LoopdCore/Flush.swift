@@ -314,6 +314,21 @@ public struct Flush: Sendable {
         return key[..<(key.firstIndex(of: UInt8(ascii: "|")) ?? key.endIndex)]
     }
 
+    /// Calls `body` with the name of series `index` and its tags, sorted, each as sent and
+    /// separated by commas (empty if it has none), in place: one look-up and no copy, for the
+    /// formats that write every series.
+    func withNameAndTags<Result>(
+        _ index: Int, _ body: (_ name: UnsafeRawBufferPointer, _ tags: UnsafeRawBufferPointer) -> Result
+    ) -> Result {
+        table.withKey(index) { key in
+            // The kind, the name, then `|#` and the tags if there are any.
+            var bar = 1
+            while bar < key.count && key[bar] != UInt8(ascii: "|") { bar += 1 }
+            let tags = Swift.min(bar + 2, key.count)
+            return body(UnsafeRawBufferPointer(rebasing: key[1..<bar]), UnsafeRawBufferPointer(rebasing: key[tags...]))
+        }
+    }
+
     /// The tags of series `index`, sorted, each as sent (`key:value` or `key`).
     public func tags(_ index: Int) -> [ArraySlice<UInt8>] { Self.tags(ofKey: table.key(index)) }
 

@@ -19,8 +19,7 @@
 public enum JSONLinesFormat {
     /// The flush as one JSON object and a newline.
     public static func format(_ flush: Flush, _ summaries: [Summary]) -> [UInt8] {
-        var out = [UInt8]()
-        out.reserveCapacity(64 + summaries.count * 64)
+        let out = OutputBytes(capacity: 64 + summaries.count * 80)
         out.append(ascii: "{\"timestamp\":")
         out.append(number: (flush.timestamp * 1000).rounded() / 1000)
         out.append(ascii: ",\"interval\":")
@@ -32,11 +31,23 @@ public enum JSONLinesFormat {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             out.append(ascii: "{\"name\":")
-            out.append(jsonString: flush.name(series))
-            out.append(ascii: ",\"tags\":[")
-            for (position, tag) in flush.tags(series).enumerated() {
-                if position > 0 { out.append(UInt8(ascii: ",")) }
-                out.append(jsonString: tag)
+            flush.withNameAndTags(series) { name, tags in
+                out.append(jsonString: name)
+                out.append(ascii: ",\"tags\":[")
+                // Each tag between commas as a string of its own (an empty one is not a tag).
+                var written = false
+                func tag(_ range: Range<Int>) {
+                    guard !range.isEmpty else { return }
+                    if written { out.append(UInt8(ascii: ",")) }
+                    out.append(jsonString: UnsafeRawBufferPointer(rebasing: tags[range]))
+                    written = true
+                }
+                var start = 0
+                for end in tags.indices where tags[end] == UInt8(ascii: ",") {
+                    tag(start..<end)
+                    start = end + 1
+                }
+                tag(start..<tags.count)
             }
             out.append(UInt8(ascii: "]"))
         }
@@ -149,7 +160,7 @@ public enum JSONLinesFormat {
             out.append(UInt8(ascii: "}"))
         }
         out.append(ascii: "]}\n")
-        return out
+        return out.bytes
     }
 }
 
@@ -184,10 +195,10 @@ public enum GraphiteFormat {
 
     /// The flush as plaintext lines.
     public static func format(_ flush: Flush, _ summaries: [Summary], layout: Layout = .loopd) -> [UInt8] {
-        var out = [UInt8]()
-        out.reserveCapacity(summaries.count * 48)
-        var timestamp = [UInt8]()
-        timestamp.append(number: flush.timestamp.rounded(.down))
+        let out = OutputBytes(capacity: summaries.count * 48)
+        let timestampText = OutputBytes(capacity: 0)
+        timestampText.append(number: flush.timestamp.rounded(.down))
+        let timestamp = timestampText.bytes
         func line(
             _ name: ArraySlice<UInt8>, _ suffix: String, _ tags: [ArraySlice<UInt8>], _ value: Double,
             prefix: String = ""
@@ -217,7 +228,7 @@ public enum GraphiteFormat {
         }
         if layout == .etsy {
             etsy(flush, summaries, line)
-            return out
+            return out.bytes
         }
         for summary in summaries {
             let name = flush.name(summary.series)
@@ -238,7 +249,7 @@ public enum GraphiteFormat {
             }
         }
         for metric in flush.internalMetrics { line(ArraySlice(metric.name.utf8), "", [], metric.value) }
-        return out
+        return out.bytes
     }
 
     /// The etsy layout's lines (see `Layout.etsy`).
@@ -360,73 +371,5 @@ public enum GraphiteFormat {
         case UInt8(ascii: "/"): UInt8(ascii: "-")
         default: UInt8(ascii: "_")
         }
-    }
-}
-
-extension [UInt8] {
-    mutating func append(string: String) { append(contentsOf: string.utf8) }
-
-    /// A literal: its bytes copied at once (a `String`'s UTF-8 view is appended in steps).
-    @inline(__always)
-    mutating func append(ascii literal: StaticString) {
-        literal.withUTF8Buffer { append(contentsOf: $0) }
-    }
-
-    /// A number as JSON, Graphite and Prometheus read it: an integer without a fraction when it
-    /// is one, else Swift's shortest round-trip form; `null` if not finite.
-    mutating func append(number value: Double) {
-        guard value.isFinite else { return append(ascii: "null") }
-        if value == value.rounded(), abs(value) < 1e15 {
-            return append(integer: Int64(value), negative: value.sign == .minus)
-        }
-        append(contentsOf: value.description.utf8)
-    }
-
-    /// The digits of `value`'s magnitude, after a `-` if `negative` (which may be set for 0:
-    /// `-0` is written as such).
-    mutating func append(integer value: Int64, negative: Bool) {
-        var magnitude = value.magnitude
-        // 19 digits and a sign at most; written from the end, then copied at once.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var start = digits.count
-            repeat {
-                start -= 1
-                digits[start] = UInt8(truncatingIfNeeded: 48 &+ magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            if negative {
-                start -= 1
-                digits[start] = UInt8(ascii: "-")
-            }
-            append(contentsOf: UnsafeMutableBufferPointer(rebasing: digits[start...]))
-        }
-    }
-
-    mutating func append(prometheusNumber value: Double) {
-        if value.isNaN { return append(ascii: "NaN") }
-        if value.isInfinite { return append(string: value < 0 ? "-Inf" : "+Inf") }
-        append(number: value)
-    }
-
-    mutating func append(jsonString bytes: ArraySlice<UInt8>) {
-        append(UInt8(ascii: "\""))
-        // Most names need no escape: copied at once.
-        if !bytes.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) {
-            append(contentsOf: bytes)
-            return append(UInt8(ascii: "\""))
-        }
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "\""): append(ascii: "\\\"")
-            case UInt8(ascii: "\\"): append(ascii: "\\\\")
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                append(ascii: "\\u00")
-                append(hex[Int(byte >> 4)])
-                append(hex[Int(byte & 15)])
-            default: append(byte)
-            }
-        }
-        append(UInt8(ascii: "\""))
     }
 }

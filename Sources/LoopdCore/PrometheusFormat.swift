@@ -412,8 +412,7 @@ public final class PrometheusExposition {
         }
         entries = slots.map { shown[$0] }
 
-        var out = [UInt8]()
-        out.reserveCapacity(entries.count * 64)
+        let out = OutputBytes(capacity: entries.count * 64)
         var currentName: [UInt8]? = nil
         for entry in entries {
             if currentName != entry.name {
@@ -421,7 +420,7 @@ public final class PrometheusExposition {
                 out.append(ascii: "# HELP ")
                 out.append(contentsOf: entry.name)
                 out.append(UInt8(ascii: " "))
-                help(entry.sourceName, entry.kind, entry.family, isOwn: entry.metric != nil, into: &out)
+                help(entry.sourceName, entry.kind, entry.family, isOwn: entry.metric != nil, into: out)
                 out.append(ascii: "\n# TYPE ")
                 out.append(contentsOf: entry.name)
                 out.append(UInt8(ascii: " "))
@@ -455,11 +454,12 @@ public final class PrometheusExposition {
             case .gauge: sample("", nil, summary.value)
             case .histogram:
                 for (bound, count) in zip(entry.bounds, entry.buckets) {
-                    var label = Array("le=\"".utf8)
+                    let label = OutputBytes(capacity: 0)
+                    label.append(ascii: "le=\"")
                     label.append(number: bound)
                     label.append(UInt8(ascii: "\""))
                     // Never above `+Inf` (the count), which the rounding of sums could cross.
-                    sample("_bucket", label, Swift.min(count, entry.total))
+                    sample("_bucket", label.bytes, Swift.min(count, entry.total))
                 }
                 sample("_bucket", Array("le=\"+Inf\"".utf8), entry.total)
                 sample("_sum", nil, entry.sum)
@@ -476,7 +476,7 @@ public final class PrometheusExposition {
                 sample("_count", nil, summary.total)
             }
         }
-        return (out, leftOut, merged)
+        return (out.bytes, leftOut, merged)
     }
 
     /// A percentile as a quantile label, in decimal without the rounding of p / 100: 50 is
@@ -522,7 +522,7 @@ public final class PrometheusExposition {
     /// A family's help text: what it shows, the StatsD name and type it comes from, its unit and
     /// its window.
     private func help(
-        _ source: ArraySlice<UInt8>, _ kind: MetricKind, _ family: Family, isOwn: Bool, into out: inout [UInt8]
+        _ source: ArraySlice<UInt8>, _ kind: MetricKind, _ family: Family, isOwn: Bool, into out: OutputBytes
     ) {
         let kindName: String
         switch kind {
@@ -534,7 +534,7 @@ public final class PrometheusExposition {
         case .distribution: kindName = "distribution"
         }
         out.append(string: isOwn ? "loopd's own \(kindName) " : "StatsD \(kindName) ")
-        PrometheusFormat.appendHelpText(source, into: &out)
+        PrometheusFormat.appendHelpText(source, into: out)
         switch kind {
         case .counter where isOwn: out.append(ascii: ": the count since loopd started")
         case .counter: out.append(ascii: ": the count since the series was created (positive increments)")
@@ -713,7 +713,7 @@ public enum PrometheusFormat {
         }
         // 4. Suffixes.
         let suffix = kind == .timer ? "_seconds" : family == .counter ? "_total" : ""
-        if !name.reversed().starts(with: suffix.utf8.reversed()) { name.append(string: suffix) }
+        if !name.reversed().starts(with: suffix.utf8.reversed()) { name.append(contentsOf: suffix.utf8) }
         // 5. The first byte.
         if let first = name.first, first &- 48 < 10 { name.insert(UInt8(ascii: "_"), at: 0) }
         return name.isEmpty ? [UInt8(ascii: "_")] : name
@@ -747,7 +747,7 @@ public enum PrometheusFormat {
 
     /// Help text: `\` and line feeds escaped. (Names are UTF-8: the parser refuses lines that
     /// are not, as Prometheus refuses a scrape with a label value that is not.)
-    static func appendHelpText(_ bytes: ArraySlice<UInt8>, into out: inout [UInt8]) {
+    static func appendHelpText(_ bytes: ArraySlice<UInt8>, into out: OutputBytes) {
         for byte in bytes {
             switch byte {
             case UInt8(ascii: "\\"): out.append(ascii: "\\\\")
@@ -777,13 +777,13 @@ public enum PrometheusFormat {
             if !name.elementsEqual(sent) { changed += 1 }
             if !out.isEmpty { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: name)
-            out.append(ascii: "=\"")
+            out.append(contentsOf: "=\"".utf8)
             let value = colon.map { tag[($0 + 1)...] } ?? ArraySlice("true".utf8)
             for byte in value {
                 switch byte {
-                case UInt8(ascii: "\\"): out.append(ascii: "\\\\")
-                case UInt8(ascii: "\""): out.append(ascii: "\\\"")
-                case UInt8(ascii: "\n"): out.append(ascii: "\\n")
+                case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
+                case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
+                case UInt8(ascii: "\n"): out.append(contentsOf: "\\n".utf8)
                 default: out.append(byte)
                 }
             }

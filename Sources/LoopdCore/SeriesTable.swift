@@ -143,6 +143,12 @@ public struct SeriesTable: Sendable {
         keyBytes[(index == 0 ? 0 : Int(keyEnds[index - 1]))..<Int(keyEnds[index])]
     }
 
+    /// Calls `body` with the canonical key of series `index`, in place.
+    func withKey<Result>(_ index: Int, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        let range = (index == 0 ? 0 : Int(keyEnds[index - 1]))..<Int(keyEnds[index])
+        return keyBytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[range])) }
+    }
+
     /// The kind of series `index`.
     public func kind(_ index: Int) -> MetricKind {
         MetricKind(rawValue: keyBytes[index == 0 ? 0 : Int(keyEnds[index - 1])])!

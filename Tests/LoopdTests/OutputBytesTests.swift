@@ -1,0 +1,63 @@
+import Foundation
+import LoopdCore
+import Testing
+
+/// The buffer the formats write into, seen through the formats' output.
+@Suite("Output bytes")
+struct OutputBytesTests {
+    /// The JSON output of one flush of `lines`.
+    func json(_ lines: [String], maxSeries: Int = 10_000) -> [UInt8] {
+        let ingest = Ingest(maxLineLength: 4096, maxSeries: maxSeries)
+        for line in lines { feed(ingest, line) }
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 1_700_000_000, intervalSeconds: 10,
+            internalMetrics: [])
+        return JSONLinesFormat.format(flush, flush.summaries())
+    }
+
+    @Test func aNumberWithAFractionIsWrittenAsItsDescription() {
+        // Values whose shortest form is every length and exponent, from a fixed seed.
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        var values: [Double] = [
+            0.1, -0.5, 1e-300, -2.2250738585072014e-308, 1.7976931348623157e308, .leastNonzeroMagnitude, 1e16,
+        ]
+        while values.count < 2_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let value = Double(bitPattern: state)
+            if value.isFinite && value != value.rounded() || abs(value) >= 1e15 { values.append(value) }
+        }
+        let text = String(decoding: json(values.enumerated().map { "g\($0.offset):\($0.element)|g" }), as: UTF8.self)
+        for (index, value) in values.enumerated() {
+            let expected = #""name":"g\#(index)","tags":[],"value":\#(value.description)}"#
+            #expect(text.contains(expected), "\(expected)")
+        }
+    }
+
+    @Test func anOutputLargerThanItsFirstCapacityIsWrittenWhole() throws {
+        // Names of up to 1,000 bytes: far more per series than the room made at the start.
+        let names = (0..<500).map { String(repeating: "n", count: 1 + $0 * 2) + "\($0)" }
+        let bytes = json(names.map { "\($0):1|c" })
+        #expect(bytes.count > 500 * 1_000 / 2)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        let counters = try #require(object["counters"] as? [[String: Any]])
+        #expect(Set(counters.compactMap { $0["name"] as? String }) == Set(names))
+    }
+
+    @Test func eachTagIsAStringOfItsOwnAndEscapedAsTheNameIs() throws {
+        let bytes = json([
+            #"a:1|c|#z:last,q"uote:x,back\slash,ctl:"# + "\u{1F}" + "v,m:1"
+        ])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        let counters = try #require(object["counters"] as? [[String: Any]])
+        let tags = try #require(counters.first { $0["name"] as? String == "a" }?["tags"] as? [String])
+        #expect(tags == [#"back\slash"#, "ctl:\u{1F}v", "m:1", #"q"uote:x"#, "z:last"])
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.contains(#"["back\\slash","ctl:\u001fv","m:1","q\"uote:x","z:last"]"#))
+    }
+
+    @Test func aSeriesWithoutTagsHasAnEmptyArrayAndANameEndingInAnEscapeIsClosed() throws {
+        let text = String(decoding: json(["end\\:1|c", "\"\":2|c"]), as: UTF8.self)
+        #expect(text.contains(#"{"name":"end\\","tags":[],"value":1"#))
+        #expect(text.contains(#"{"name":"\"\"","tags":[],"value":2"#))
+    }
+}
