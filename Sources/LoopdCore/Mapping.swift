@@ -604,7 +604,7 @@ struct MappingCache {
             if entry < 0 { return nil }
             let start = entry == 0 ? 0 : keyEnds[entry - 1]
             if keyEnds[entry] - start == key.count
-                && keyBytes.withUnsafeBytes({ memcmpBytes($0.baseAddress! + start, key.baseAddress!, key.count) == 0 })
+                && keyBytes.withUnsafeBytes({ equalBytes($0.baseAddress! + start, key.baseAddress!, key.count) })
             {
                 return entry
             }

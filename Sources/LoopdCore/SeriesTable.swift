@@ -204,7 +204,7 @@ public struct SeriesTable: Sendable {
         let start = series == 0 ? 0 : Int(keyEnds[series - 1])
         let end = Int(keyEnds[series])
         guard end - start == key.count else { return false }
-        return keyBytes.withUnsafeBytes { memcmpBytes($0.baseAddress! + start, key.baseAddress!, key.count) == 0 }
+        return keyBytes.withUnsafeBytes { equalBytes($0.baseAddress! + start, key.baseAddress!, key.count) }
     }
 
     private mutating func insert(_ key: UnsafeRawBufferPointer, _ hash32: UInt32, at slot: Int) -> Int {

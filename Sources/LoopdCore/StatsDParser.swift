@@ -55,6 +55,16 @@ public struct ParsedLine {
     public let key: UnsafeRawBufferPointer
     /// The key's hash, with the process's seed.
     public let keyHash: UInt64
+
+    /// A line made by hand (tests choose the hash to make keys collide).
+    @_spi(Testing)
+    public init(
+        kind: MetricKind, sampleRate: Double, values: UnsafeBufferPointer<Double>, isDelta: UnsafeBufferPointer<Bool>,
+        members: UnsafeBufferPointer<UInt64>, key: UnsafeRawBufferPointer, keyHash: UInt64
+    ) {
+        (self.kind, self.sampleRate, self.values, self.isDelta) = (kind, sampleRate, values, isDelta)
+        (self.members, self.key, self.keyHash) = (members, key, keyHash)
+    }
 }
 
 /// Why a StatsD line was rejected. The valid lines of the same datagram are kept.
@@ -586,6 +596,13 @@ public struct StatsDParser: ~Copyable {
             if bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
             position += 8
         }
+        // Fewer than eight left, all ASCII so far: the last eight bytes (some already checked) in
+        // one load.
+        if position + 8 > count && count >= 8
+            && bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self) & 0x8080_8080_8080_8080 == 0
+        {
+            return true
+        }
         while position < count {
             let lead = bytes[position]
             if lead < 0x80 {
@@ -660,6 +677,38 @@ public func firstIndex(
     #endif
     while position < end && bytes[position] != byte && bytes[position] != other { position += 1 }
     return position
+}
+
+/// Whether the `count` bytes at `a` and at `b` are equal: eight at a time, and the last eight
+/// (or four) in one load that may overlap the bytes already compared.
+@inline(__always)
+func equalBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Bool {
+    if count >= 8 {
+        var position = 0
+        while position + 8 < count {
+            if a.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+                != b.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+            {
+                return false
+            }
+            position += 8
+        }
+        return a.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            == b.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+    }
+    if count >= 4 {
+        return a.loadUnaligned(as: UInt32.self) == b.loadUnaligned(as: UInt32.self)
+            && a.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+                == b.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+    }
+    var position = 0
+    while position < count {
+        if a.load(fromByteOffset: position, as: UInt8.self) != b.load(fromByteOffset: position, as: UInt8.self) {
+            return false
+        }
+        position += 1
+    }
+    return true
 }
 
 /// `memcmp` without importing the C library (the fuzz target builds this file alone).

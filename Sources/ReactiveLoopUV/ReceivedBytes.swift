@@ -98,11 +98,20 @@ struct _ReceiveBuffer {
 
     init(capacity: Int) { self.capacity = capacity }
 
-    /// A buffer free to read into.
+    /// The buffer `next()` returned last (nil before the first).
+    var current: _ByteStorage? { storage }
+
+    /// A buffer free to read into: the current one if nothing else refers to it any more.
     mutating func next() -> _ByteStorage {
         if storage == nil || !isKnownUniquelyReferenced(&storage!) {
             storage = _ByteStorage(capacity: capacity)
         }
         return storage!
+    }
+
+    /// The bytes of `next()`'s buffer, to read into (it stays `current`).
+    mutating func nextBytes() -> UnsafeMutableRawBufferPointer {
+        let storage = next()
+        return UnsafeMutableRawBufferPointer(start: storage.base, count: storage.capacity)
     }
 }

@@ -39,8 +39,8 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
 
     var handle: UnsafeMutablePointer<uv_handle_t>?
     private let reader = _SingleReader<Datagram>()
-    private var buffer: _ReceiveBuffer
-    private var current: _ByteStorage?
+    // Confined to the loop thread; no access is held across a call out of the class.
+    @exclusivity(unchecked) private var buffer: _ReceiveBuffer
 
     /// Bytes per datagram slot: libuv's largest datagram.
     static let slot = 64 * 1024
@@ -194,15 +194,11 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
         let status = uv_udp_recv_start(
             udp,
             { handle, _, buf in
-                let socket = UDPSocket.owner(of: handle)
-                // Drop this reference first, or the buffer never looks free for reuse.
-                socket.current = nil
-                let storage = socket.buffer.next()
-                socket.current = storage
-                buf!.pointee = uv_buf_init(storage.base.assumingMemoryBound(to: CChar.self), UInt32(storage.capacity))
+                let bytes = UDPSocket.withOwner(of: handle) { $0.buffer.nextBytes() }
+                buf!.pointee = uv_buf_init(bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
             },
             { handle, nread, buf, address, flags in
-                UDPSocket.owner(of: handle).received(nread, buf!.pointee, address, flags)
+                UDPSocket.withOwner(of: handle) { $0.received(nread, buf!.pointee, address, flags) }
             })
         return status < 0 ? UVError(code: status, operation: "uv_udp_recv_start") : nil
     }
@@ -214,7 +210,7 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
             return reader.fail(UVError(code: Int32(count), operation: "UDPSocket.datagrams (recv)"))
         }
         // No address: the end of a batch (or nothing to read); the buffer is free again.
-        guard let address, let sender = SocketAddress(address), let storage = current else { return }
+        guard let address, let sender = SocketAddress(address), let storage = buffer.current else { return }
         let offset = UnsafeMutableRawPointer(buf.base!) - storage.base
         let bytes = ReceivedBytes(storage: storage, range: offset..<(offset + count))
         let truncated = flags & UInt32(UV_UDP_PARTIAL.rawValue) != 0

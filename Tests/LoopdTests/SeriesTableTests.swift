@@ -69,6 +69,40 @@ struct SeriesTableTests {
         #expect(flushed.gauges == ["r": 5])
     }
 
+    @Test func keysWhoseHashesCollideAreToldApartByTheirBytes() {
+        // Two keys with the same hash (given by hand; few enough that the index is never rebuilt
+        // from the real hashes): only the comparison of their bytes, eight at a time and the
+        // last eight or four in one load that may overlap, keeps them apart. Names of every
+        // length up to four words, differing in one byte, at every position.
+        let values: [Double] = [1]
+        let deltas = [false]
+        func record(_ key: [UInt8], into table: inout SeriesTable) -> SeriesTable.Outcome {
+            key.withUnsafeBytes { key in
+                values.withUnsafeBufferPointer { values in
+                    deltas.withUnsafeBufferPointer { deltas in
+                        table.record(
+                            ParsedLine(
+                                kind: .counter, sampleRate: 1, values: values, isDelta: deltas,
+                                members: UnsafeBufferPointer(start: nil, count: 0), key: key, keyHash: 42))
+                    }
+                }
+            }
+        }
+        for length in 1...32 {
+            let base = [MetricKind.counter.rawValue] + [UInt8](repeating: UInt8(ascii: "n"), count: length)
+            for position in 1...length {
+                var other = base
+                other[position] = UInt8(ascii: "m")
+                var table = SeriesTable(maxSeries: 10)
+                #expect(record(base, into: &table) == .created)
+                #expect(record(other, into: &table) == .created, "\(length), \(position)")
+                #expect(record(base, into: &table) == .recorded)
+                #expect(record(other, into: &table) == .recorded)
+                #expect(table.count == 2)
+            }
+        }
+    }
+
     @Test func malformedLinesAreCountedAndTheirDatagramsOtherLinesKept() {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         var reasons: [LineError] = []

@@ -43,6 +43,26 @@ struct StatsDParserTests {
         #expect(parse(&parser, "temperature.°C.zürich:1|g") == nil)
     }
 
+    @Test func aByteThatIsNotUTF8IsFoundWhereverItIsInLinesOfEveryLength() {
+        // The check goes eight bytes at a time and takes the last eight in one load: every
+        // length up to four words, and every position of the bad byte in it.
+        var parser = StatsDParser(maxLineLength: 256)
+        for length in 1...32 {
+            let name = [UInt8]((0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) })
+            let suffix = Array(":1|c".utf8)
+            #expect((name + suffix).withUnsafeBytes { parser.parse($0) } == nil, "\(length)")
+            for position in 0..<length {
+                var bad = name
+                bad[position] = 0xFF
+                #expect((bad + suffix).withUnsafeBytes { parser.parse($0) } == .notUTF8, "\(length), \(position)")
+                // A two-byte character cut short by the end of the name.
+                bad[position] = 0xC3
+                #expect((bad + suffix).withUnsafeBytes { parser.parse($0) } == .notUTF8, "\(length), \(position)")
+            }
+            #expect((name + [0xC3, 0xA9] + suffix).withUnsafeBytes { parser.parse($0) } == nil, "\(length) and é")
+        }
+    }
+
     @Test func rejectsALineLongerThanTheLimit() {
         var parser = StatsDParser(maxLineLength: 256)
         parser = StatsDParser(maxLineLength: 10)
