@@ -427,7 +427,8 @@ public final class PrometheusExposition {
                 out.append(string: entry.family.rawValue)
                 out.append(UInt8(ascii: "\n"))
             }
-            func sample(_ suffix: String, _ extra: [UInt8]?, _ value: Double) {
+            // `extra` writes one more label after the series' own (`le`, `quantile`).
+            func sample(_ suffix: String, _ value: Double, extra: ((OutputBytes) -> Void)? = nil) {
                 out.append(contentsOf: entry.name)
                 out.append(string: suffix)
                 if !entry.labels.isEmpty || extra != nil {
@@ -435,7 +436,7 @@ public final class PrometheusExposition {
                     out.append(contentsOf: entry.labels)
                     if let extra {
                         if !entry.labels.isEmpty { out.append(UInt8(ascii: ",")) }
-                        out.append(contentsOf: extra)
+                        extra(out)
                     }
                     out.append(UInt8(ascii: "}"))
                 }
@@ -444,36 +445,38 @@ public final class PrometheusExposition {
                 out.append(UInt8(ascii: "\n"))
             }
             if let metric = entry.metric {
-                sample("", nil, metric.kind == .counter ? metric.total : metric.value)
+                sample("", metric.kind == .counter ? metric.total : metric.value)
                 continue
             }
             let summary = entry.summary!
             let unit = summary.kind == .timer ? 1000.0 : 1
             switch entry.family {
-            case .counter: sample("", nil, entry.total)
-            case .gauge: sample("", nil, summary.value)
+            case .counter: sample("", entry.total)
+            case .gauge: sample("", summary.value)
             case .histogram:
                 for (bound, count) in zip(entry.bounds, entry.buckets) {
-                    let label = OutputBytes(capacity: 0)
-                    label.append(ascii: "le=\"")
-                    label.append(number: bound)
-                    label.append(UInt8(ascii: "\""))
                     // Never above `+Inf` (the count), which the rounding of sums could cross.
-                    sample("_bucket", label.bytes, Swift.min(count, entry.total))
+                    sample("_bucket", Swift.min(count, entry.total)) { out in
+                        out.append(ascii: "le=\"")
+                        out.append(number: bound)
+                        out.append(UInt8(ascii: "\""))
+                    }
                 }
-                sample("_bucket", Array("le=\"+Inf\"".utf8), entry.total)
-                sample("_sum", nil, entry.sum)
-                sample("_count", nil, entry.total)
+                sample("_bucket", entry.total) { $0.append(ascii: "le=\"+Inf\"") }
+                sample("_sum", entry.sum)
+                sample("_count", entry.total)
             case .summary:
                 // An interval without samples has no quantiles: they are left out (a summary
                 // may have none), never shown as NaN.
                 if let stats = summary.stats {
                     for percentile in stats.percentiles {
-                        sample("", Array("quantile=\"\(Self.quantile(percentile.p))\"".utf8), percentile.value / unit)
+                        sample("", percentile.value / unit) {
+                            $0.append(string: "quantile=\"\(Self.quantile(percentile.p))\"")
+                        }
                     }
                 }
-                sample("_sum", nil, summary.totalSum / unit)
-                sample("_count", nil, summary.total)
+                sample("_sum", summary.totalSum / unit)
+                sample("_count", summary.total)
             }
         }
         return (out.bytes, leftOut, merged)

@@ -43,6 +43,17 @@ struct OutputBytesTests {
         #expect(Set(counters.compactMap { $0["name"] as? String }) == Set(names))
     }
 
+    @Test func oneAppendLongerThanTwiceTheRoomLeftIsWrittenWhole() throws {
+        // One series: room for a few hundred bytes at first, then names far longer than that.
+        for length in [600, 3_000] {
+            let name = String(repeating: "x", count: length - 4) + "\(length)"
+            let bytes = json(["\(name):1|c"])
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+            let counters = try #require(object["counters"] as? [[String: Any]])
+            #expect(counters.map { $0["name"] as? String } == [name])
+        }
+    }
+
     @Test func eachTagIsAStringOfItsOwnAndEscapedAsTheNameIs() throws {
         let bytes = json([
             #"a:1|c|#z:last,q"uote:x,back\slash,ctl:"# + "\u{1F}" + "v,m:1"

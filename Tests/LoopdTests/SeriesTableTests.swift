@@ -73,7 +73,7 @@ struct SeriesTableTests {
         // Two keys with the same hash (given by hand; few enough that the index is never rebuilt
         // from the real hashes): only the comparison of their bytes, eight at a time and the
         // last eight or four in one load that may overlap, keeps them apart. Names of every
-        // length up to four words, differing in one byte, at every position.
+        // length up to four words, differing in one byte, at every position (the kind's too).
         let values: [Double] = [1]
         let deltas = [false]
         func record(_ key: [UInt8], into table: inout SeriesTable) -> SeriesTable.Outcome {
@@ -90,9 +90,10 @@ struct SeriesTableTests {
         }
         for length in 1...32 {
             let base = [MetricKind.counter.rawValue] + [UInt8](repeating: UInt8(ascii: "n"), count: length)
-            for position in 1...length {
+            for position in 0...length {
                 var other = base
-                other[position] = UInt8(ascii: "m")
+                // Position 0 is the kind.
+                other[position] = position == 0 ? MetricKind.gauge.rawValue : UInt8(ascii: "m")
                 var table = SeriesTable(maxSeries: 10)
                 #expect(record(base, into: &table) == .created)
                 #expect(record(other, into: &table) == .created, "\(length), \(position)")

@@ -44,22 +44,27 @@ struct StatsDParserTests {
     }
 
     @Test func aByteThatIsNotUTF8IsFoundWhereverItIsInLinesOfEveryLength() {
-        // The check goes eight bytes at a time and takes the last eight in one load: every
-        // length up to four words, and every position of the bad byte in it.
+        // The check goes eight bytes at a time and takes the last eight in one load: lines of
+        // every length up to four words and more (names and tags of each length), with the bad
+        // byte at every position, the last ones included.
         var parser = StatsDParser(maxLineLength: 256)
-        for length in 1...32 {
-            let name = [UInt8]((0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) })
-            let suffix = Array(":1|c".utf8)
-            #expect((name + suffix).withUnsafeBytes { parser.parse($0) } == nil, "\(length)")
-            for position in 0..<length {
-                var bad = name
-                bad[position] = 0xFF
-                #expect((bad + suffix).withUnsafeBytes { parser.parse($0) } == .notUTF8, "\(length), \(position)")
-                // A two-byte character cut short by the end of the name.
-                bad[position] = 0xC3
-                #expect((bad + suffix).withUnsafeBytes { parser.parse($0) } == .notUTF8, "\(length), \(position)")
+        for nameLength in 1...12 {
+            for tagLength in 0...24 {
+                let name = String(repeating: "n", count: nameLength)
+                let tag = String(repeating: "t", count: tagLength)
+                let line = Array((name + ":1|c" + (tagLength > 0 ? "|#" + tag : "")).utf8)
+                #expect(line.withUnsafeBytes { parser.parse($0) } == nil, "\(line.count)")
+                for position in line.indices {
+                    for bad: UInt8 in [0xFF, 0xC3] {  // Never valid; a lead byte cut short.
+                        var broken = line
+                        broken[position] = bad
+                        #expect(broken.withUnsafeBytes { parser.parse($0) } == .notUTF8, "\(line.count), \(position)")
+                    }
+                }
+                // A two-byte character in the name, and at the very end of the line.
+                #expect(parse(&parser, name + "é:1|c" + (tagLength > 0 ? "|#" + tag : "")) == nil)
+                if tagLength > 0 { #expect(parse(&parser, name + ":1|c|#" + tag + "é") == nil) }
             }
-            #expect((name + [0xC3, 0xA9] + suffix).withUnsafeBytes { parser.parse($0) } == nil, "\(length) and é")
         }
     }
 

@@ -531,38 +531,66 @@ struct HostileSlowPeerTests {
 
     @Test func aPeerThatNeverReadsMeetsTheHighWaterMark() throws {
         try withLoop { loop in
-            let (connection, peer, _) = try pair(loop, receiveBuffer: 64 << 10)
+            let (connection, peer, listener) = try pair(loop, receiveBuffer: 64 << 10)
             let mark = 4 << 20
             connection.setLimits(.init(writeHighWaterMark: mark))
             let refused = Box(0)
             let chunkSize = 64 << 10
             let chunk = [UInt8](repeating: 0x61, count: chunkSize)
-            // Far more than the mark offered to a peer that reads nothing: at most the mark is
-            // held, beside what the kernel's buffers take (the send buffer grows to at most
-            // tcp_wmem's maximum, the peer's receive buffer is fixed above); the rest (at least
-            // 900 writes whatever the kernel's limits) is refused and said so.
-            var received = Int32(0)
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(peer.fd, SOL_SOCKET, SO_RCVBUF, &received, &length)
-            let kernel = try #require(Self.largestSendBuffer()) + Int(received)
-            let mostTaken = (mark + kernel) / chunkSize + 2
-            for _ in 0..<(mostTaken + 900) {
+            // 64 MiB offered to a peer that reads nothing. A write that is not refused is queued
+            // (at most the mark) or in the kernel's hands: the loop's socket's send queue or the
+            // peer's receive queue, read back once every write was handled. The rest is refused,
+            // and said so.
+            let offered = 1024
+            for _ in 0..<offered {
                 connection.write(chunk) { error in
                     if error?.code == Int32(UV_ENOBUFS.rawValue) { refused.modify { $0 += 1 } }
                 }
             }
-            #expect(eventually { refused.value >= 900 }, "refused \(refused.value) of \(mostTaken + 900)")
+            // The writes are handled in order, and a refusal is reported as its write is.
+            let handled = DispatchSemaphore(value: 0)
+            loop.execute { handled.signal() }
+            #expect(handled.wait(timeout: .now() + 10) == .success)
+            let peerPort = try #require(Self.port(of: peer.fd))
+            let server = try #require(Self.descriptor(localPort: listener.localAddress.port, peerPort: peerPort))
+            let held = Self.queuedBytes(server, Self.sendQueue) + Self.queuedBytes(peer.fd, Self.receiveQueue)
+            let accepted = offered - refused.value
+            #expect(refused.value > 0)
+            #expect(accepted * chunkSize <= mark + held, "\(accepted) writes taken; the kernel holds \(held) bytes")
             #expect(connection.queuedWriteBytes <= mark)
             peer.close()
         }
     }
 
-    /// The most a TCP socket's send buffer grows to by itself: `net.ipv4.tcp_wmem`'s third field.
-    static func largestSendBuffer() -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/tcp_wmem", encoding: .utf8) else {
-            return nil
+    /// `SIOCOUTQ` (the bytes a TCP socket has sent without their acknowledgement, or not yet
+    /// sent) and `SIOCINQ` (the bytes waiting to be read), which Swift's Glibc does not name.
+    static let sendQueue: UInt = 0x5411
+    static let receiveQueue: UInt = 0x541B
+
+    static func queuedBytes(_ fd: Int32, _ request: UInt) -> Int {
+        var count: Int32 = 0
+        return ioctl(fd, request, &count) == 0 ? Int(count) : 0
+    }
+
+    /// The local port of IPv4 socket `fd`, or with `peer`, its peer's.
+    static func port(of fd: Int32, peer: Bool = false) -> Int? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let status = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                peer ? getpeername(fd, $0, &length) : getsockname(fd, $0, &length)
+            }
         }
-        return text.split(whereSeparator: \.isWhitespace).last.flatMap { Int($0) }
+        guard status == 0, address.sin_family == sa_family_t(AF_INET) else { return nil }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// This process's descriptor of the TCP connection from `localPort` to `peerPort`.
+    static func descriptor(localPort: Int, peerPort: Int) -> Int32? {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return entries.compactMap { Int32($0) }.first {
+            port(of: $0) == localPort && port(of: $0, peer: true) == peerPort
+        }
     }
 
     @Test func aStalledPeerTimesOutAndItsQueuedWritesFail() throws {
