@@ -169,6 +169,8 @@ public struct StatsDParser: ~Copyable {
     // `tagCount`, `valueCount` and `memberCount` of them, so that it empties nothing.
     private let keyStorage: UnsafeMutableRawPointer
     private var keyLength = 0
+    /// `StatsDParser.seed`, read once.
+    private let seed = StatsDParser.seed
     private let tagStorage: UnsafeMutablePointer<Range<Int>>
     private var tagCount = 0
     private var valueStorage: UnsafeMutablePointer<Double>
@@ -290,7 +292,7 @@ public struct StatsDParser: ~Copyable {
             if kind == .set {
                 guard value < next else { return .badValue }
                 if memberCount == memberCapacity { growMembers() }
-                memberStorage[memberCount] = Self.hash(UnsafeRawBufferPointer(rebasing: line[value..<next]))
+                memberStorage[memberCount] = Self.hash(UnsafeRawBufferPointer(rebasing: line[value..<next]), seed: seed)
                 memberCount += 1
             } else {
                 guard let number = Self.number(line, value, next) else { return .badValue }
@@ -385,7 +387,7 @@ public struct StatsDParser: ~Copyable {
             }
         }
         keyLength = length
-        keyHash = Self.hash(UnsafeRawBufferPointer(start: key, count: length))
+        keyHash = Self.hash(UnsafeRawBufferPointer(start: key, count: length), seed: seed)
     }
 
     /// Sorts `elements` in place by `areInIncreasingOrder`, allocating nothing: insertion sort up
@@ -554,7 +556,12 @@ public struct StatsDParser: ~Copyable {
 
     /// A 64-bit hash of `bytes`, eight bytes at a time (a multiply-xorshift mix).
     @inline(__always)
-    public static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    public static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 { hash(bytes, seed: seed) }
+
+    /// `hash(_:)` with the seed given: a parser keeps a copy, as reading the static one checks
+    /// that it was initialized (a call to `swift_once`) every time.
+    @inline(__always)
+    static func hash(_ bytes: UnsafeRawBufferPointer, seed: UInt64) -> UInt64 {
         var h = seed ^ (UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15)
         var position = 0
         let count = bytes.count
