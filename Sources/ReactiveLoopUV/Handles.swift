@@ -91,8 +91,10 @@ extension _LoopOwnedHandle {
     }
 
     /// Calls `body` with the owner of a handle, in a libuv callback, without retaining it: for
-    /// the callbacks that come for every datagram. The owner is alive until the handle's close
-    /// callback (see `closeOnLoop(interrupted:)`), so until the end of any other callback.
+    /// the callbacks that come for every datagram. Callbacks come only while the loop runs, and
+    /// from its first run the loop holds the owner until the handle's close callback (see
+    /// `closeOnLoop(interrupted:)`), so the owner outlives any other callback, whatever `body`
+    /// closes or releases.
     @inline(__always)
     static func withOwner<Handle, Result>(
         of handle: UnsafeMutablePointer<Handle>?, _ body: (Self) -> Result
