@@ -649,7 +649,7 @@ public struct SeriesTable: Sendable {
         guard a.count == b.count else { return false }
         guard !a.isEmpty else { return true }
         return a.withUnsafeBytes { a in
-            b.withUnsafeBytes { b in memcmpBytes(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+            b.withUnsafeBytes { b in equalBytes(a.baseAddress!, b.baseAddress!, a.count) }
         }
     }
 
