@@ -450,25 +450,29 @@ final class _LoopTimedAction: Disposable, @unchecked Sendable {  // Vars: confin
     /// Confined to the loop thread. Released when the action is disposed, or has run for the
     /// last time.
     @exclusivity(unchecked) var action: (() -> Void)?
-    /// Nanoseconds between occurrences; 0 for a one-shot action.
-    let interval: UInt64
-    private let disposed = Atomic<Bool>(false)
+    // The interval shifted left by one, and in the low bit whether the action was disposed (or
+    // claimed): one word, so that the object fits a 64-byte allocation.
+    private let state: Synchronization.Atomic<UInt64>
     private let link: _LoopTimersLink
     /// Confined to the loop thread. The sequence number of this action's live heap entry, or
     /// `notPending`.
     @exclusivity(unchecked) var sequence: UInt64 = _LoopTimedAction.notPending
 
+    /// An action that runs every `interval` nanoseconds (below 2^63), or once if it is 0.
     init(_ action: @escaping () -> Void, interval: UInt64, timers: _LoopTimers) {
         self.action = action
-        self.interval = interval
+        self.state = Synchronization.Atomic(interval << 1)
         self.link = timers.link
     }
 
-    var isDisposed: Bool { disposed.load(ordering: .acquiring) }
+    /// Nanoseconds between occurrences; 0 for a one-shot action.
+    var interval: UInt64 { state.load(ordering: .relaxed) >> 1 }
+
+    var isDisposed: Bool { state.load(ordering: .acquiring) & 1 != 0 }
 
     /// Marks the action as started for good (a one-shot); false if it was disposed first.
     func claim() -> Bool {
-        disposed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue & 1 == 0
     }
 
     /// Runs a due one-shot action that went straight to the loop's queue, unless disposed.

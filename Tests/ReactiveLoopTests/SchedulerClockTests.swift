@@ -108,8 +108,9 @@ struct SchedulerClockTests {
     }
 }
 
-/// Dates mapped to monotonic deadlines: the offset between the clocks is checked on every date,
-/// with one wall-clock read while it holds, and a full check when it seems not to.
+/// Dates mapped to monotonic deadlines: the offset between the clocks is checked on every date:
+/// with the system's clocks, through the coarse clocks' exact difference; with an injected wall
+/// clock, with one wall-clock read while it holds, and a full check when it seems not to.
 @Suite("Wall clock to monotonic clock")
 struct WallClockMappingTests {
     /// A wall clock that tests move, counting its reads.
@@ -190,4 +191,116 @@ struct WallClockMappingTests {
         }
         #expect(abs(Double(nanoseconds) / 1e9 - monotonicTarget) < 0.005)
     }
+
+    #if os(Linux)
+        /// The system's coarse clocks, read directly, with a step that tests add to the wall
+        /// clock, and readings that tests disturb.
+        final class ScriptedCoarseClocks: Sendable {
+            /// Nanoseconds added to the wall clock.
+            let step = Mutex<Int64>(0)
+            /// Readings left whose wall clock is a tick (4 ms) behind, as when a timekeeping
+            /// update falls between the two reads.
+            let staleReadings = Mutex<Int>(0)
+            /// Every reading's wall clock moves by a further 4 ms: the readings never agree.
+            let unsettled = Mutex<Bool>(false)
+            let readings = Synchronization.Atomic<Int64>(0)
+
+            func read() -> (wall: Int64, monotonic: Int64) {
+                var wall = timespec()
+                var monotonic = timespec()
+                clock_gettime(CLOCK_REALTIME_COARSE, &wall)
+                clock_gettime(CLOCK_MONOTONIC_COARSE, &monotonic)
+                let count = readings.add(1, ordering: .relaxed).newValue
+                var shift = step.withLock { $0 }
+                if staleReadings.withLock({ left in
+                    guard left > 0 else { return false }
+                    left -= 1
+                    return true
+                }) {
+                    shift -= 4_000_000
+                }
+                if unsettled.withLock({ $0 }) { shift += count * 4_000_000 }
+                return (
+                    Int64(wall.tv_sec) * 1_000_000_000 + Int64(wall.tv_nsec) + shift,
+                    Int64(monotonic.tv_sec) * 1_000_000_000 + Int64(monotonic.tv_nsec)
+                )
+            }
+
+            /// The wall clock as the mapping now sees it.
+            func now() -> Date { Date().addingTimeInterval(Double(step.withLock { $0 }) / 1e9) }
+        }
+
+        static func nanoseconds(_ deadline: _WallClockMapping.Deadline) -> Int64? {
+            guard case let .at(nanoseconds) = deadline else { return nil }
+            return Int64(nanoseconds)
+        }
+
+        /// Seconds from now on the monotonic clock to `deadline`.
+        static func secondsAhead(_ deadline: Int64?) -> Double? {
+            deadline.map { Double($0 - Int64(_WallClockMapping.monotonicNow)) / 1e9 }
+        }
+
+        @Test func theCoarseClocksGiveTheExactOffsetAndAStepOfAnySizeIsTakenAtTheNextDate() {
+            let clocks = ScriptedCoarseClocks()
+            let mapping = _WallClockMapping(coarseClocks: { clocks.read() })
+            let date = Date().addingTimeInterval(5)
+            guard var expected = Self.nanoseconds(mapping.deadline(for: date, "test")) else {
+                Issue.record("not a deadline")
+                return
+            }
+            #expect(Self.nanoseconds(mapping.deadline(for: date, "test")) == expected)
+            // Steps far below a millisecond: the wall clock reads later by `step`, so the same
+            // date is `step` nearer (to Date's own precision, about 120 ns).
+            for step: Int64 in [10_000, -25_000] {
+                clocks.step.withLock { $0 += step }
+                expected -= step
+                let deadline = Self.nanoseconds(mapping.deadline(for: date, "test"))
+                #expect(
+                    deadline.map { abs($0 - expected) < 1_000 } == true,
+                    "after \(step) ns: \(String(describing: deadline)), not \(expected)")
+            }
+            for step: Int64 in [3_600_000_000_000, -7_200_000_000_000] {
+                clocks.step.withLock { $0 += step }
+                let ahead = Self.secondsAhead(Self.nanoseconds(mapping.deadline(for: clocks.now() + 5, "test")))
+                #expect(ahead.map { $0 > 4.9 && $0 <= 5.001 } == true, "after \(step) ns: \(String(describing: ahead))")
+                let past = mapping.monotonicTime(ofPast: clocks.now().addingTimeInterval(-1))
+                let behind = (Double(_WallClockMapping.monotonicNow) - Double(past)) / 1e9
+                #expect(behind > 0.99 && behind < 1.1, "after \(step) ns: \(behind)")
+                #expect(mapping.deadline(for: clocks.now().addingTimeInterval(-0.001), "test") == .now)
+            }
+        }
+
+        @Test func aTimekeepingUpdateBetweenTheTwoReadsIsNotTakenForAStep() {
+            let clocks = ScriptedCoarseClocks()
+            let mapping = _WallClockMapping(coarseClocks: { clocks.read() })
+            let date = Date().addingTimeInterval(5)
+            let first = Self.nanoseconds(mapping.deadline(for: date, "test"))
+            #expect(first != nil)
+            clocks.staleReadings.withLock { $0 = 1 }
+            // The stale reading differs from the known offset: it is read again, and the offset
+            // it settles on is the same, so the deadline does not move by the 4 ms.
+            #expect(Self.nanoseconds(mapping.deadline(for: date, "test")) == first)
+            #expect(clocks.staleReadings.withLock { $0 } == 0)
+            #expect(Self.nanoseconds(mapping.deadline(for: date, "test")) == first)
+        }
+
+        @Test func coarseReadingsThatNeverSettleFallBackToThePreciseCheck() {
+            let clocks = ScriptedCoarseClocks()
+            let mapping = _WallClockMapping(coarseClocks: { clocks.read() })
+            clocks.unsettled.withLock { $0 = true }
+            for _ in 0..<10 {
+                let before = clocks.readings.load(ordering: .relaxed)
+                let deadline = mapping.deadline(for: Date().addingTimeInterval(5), "test")
+                let ahead = Self.secondsAhead(Self.nanoseconds(deadline))
+                #expect(ahead.map { $0 > 4.9 && $0 <= 5.002 } == true, "\(String(describing: ahead))")
+                let past = mapping.monotonicTime(ofPast: Date().addingTimeInterval(-1))
+                let behind = (Double(_WallClockMapping.monotonicNow) - Double(past)) / 1e9
+                #expect(behind > 0.99 && behind < 1.1, "\(behind)")
+                #expect(mapping.deadline(for: Date().addingTimeInterval(-0.001), "test") == .now)
+                // A bounded number of readings for each of the three.
+                let readings = clocks.readings.load(ordering: .relaxed) - before
+                #expect(readings <= 15, "\(readings) readings")
+            }
+        }
+    #endif
 }

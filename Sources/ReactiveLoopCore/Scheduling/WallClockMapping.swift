@@ -13,17 +13,29 @@ import Synchronization
 /// Turns wall-clock dates into deadlines on the monotonic clock (`CLOCK_MONOTONIC`, the clock of
 /// `DispatchTime` and of libuv's `uv_hrtime`), for the schedulers that run on real time.
 ///
-/// One offset (wall-clock seconds minus monotonic seconds) maps every date, so equal dates give
-/// equal deadlines and keep their FIFO order. The offset changes only when the wall clock jumps:
-/// the wall clock is read between two monotonic reads, so the true offset lies in a known
-/// interval, and only an offset outside that interval (widened by a millisecond) is a jump. A
-/// thread preempted between its reads widens the interval instead of looking like a jump.
+/// One offset (wall-clock time minus monotonic time) maps every date, so equal dates give equal
+/// deadlines and keep their FIFO order. Both clocks run at the same rate (the kernel slews them
+/// together), so the offset changes only when the wall clock is set or stepped.
 ///
-/// Most dates are mapped with two clock reads and no lock: the wall clock, then the monotonic
-/// clock, which bound the true offset from below; a known offset within a millisecond of that
-/// bound is inside the interval the full check would find, so it is used as it is. Only when it
-/// is not (a jump, or a thread preempted between the two reads) does the full check run, with
-/// its third read and the lock.
+/// On Linux, with the system's clocks, the offset is read exactly and cheaply: the kernel sets
+/// its coarse wall clock and coarse monotonic clock (`CLOCK_REALTIME_COARSE`,
+/// `CLOCK_MONOTONIC_COARSE`) at the same update, so their difference is the offset to the
+/// nanosecond, and reading both costs a few nanoseconds against about 20 for one precise read.
+/// A difference equal to the known offset is the offset; any other (the clock was stepped, or a
+/// timekeeping update fell between the two reads) is re-read until two readings agree, and that
+/// becomes the offset. A date more than two of the coarse clock's ticks ahead of its reading is
+/// in the future without a precise read; a nearer one is judged against a precise monotonic
+/// read. So a date costs two coarse reads and no lock, and a jump of any size is taken at the
+/// next date.
+///
+/// With an injected wall clock (tests), or if the coarse readings never settle, the offset is
+/// checked against precise reads instead: the wall clock is read between two monotonic reads,
+/// so the true offset lies in a known interval, and only an offset outside that interval
+/// (widened by a millisecond) is a jump. A thread preempted between its reads widens the
+/// interval instead of looking like a jump. Most dates take two reads and no lock there: the
+/// wall clock, then the monotonic clock, which bound the true offset from below; a known offset
+/// within a millisecond of that bound is inside the interval the full check would find. Only
+/// when it is not does the full check run, with its third read and the lock.
 ///
 /// Package access: the runtime module's scheduler shares it; not part of the API.
 package final class _WallClockMapping: @unchecked Sendable {  // `offset` is protected by `lock`.
@@ -47,10 +59,21 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
     private let knownOffsetBits = Synchronization.Atomic<UInt64>(Double.nan.bitPattern)
     private static let jumpThreshold: Double = 0.001
 
+    /// A reading of the coarse wall clock then the coarse monotonic clock, in nanoseconds since
+    /// 1970 and on the monotonic clock.
+    package typealias CoarseClocks = @Sendable () -> (wall: Int64, monotonic: Int64)
+    // nil: the system's coarse clocks (tests script them to step the wall clock).
+    private let coarseClocks: CoarseClocks?
+    // The coarse clocks' last settled difference, in nanoseconds; `Int64.min` while there is
+    // none. A stale value only sends a caller to re-read.
+    private let knownCoarseOffset = Synchronization.Atomic<Int64>(.min)
+
     /// A mapping that reads the wall clock with `wallClock` (tests inject jumps with it), or the
-    /// system's wall clock directly if it is nil.
-    package init(wallClock: (@Sendable () -> Date)? = nil) {
+    /// system's clocks directly if it is nil: on Linux, the coarse clocks for the offset, read
+    /// with `coarseClocks` if it is given (tests).
+    package init(wallClock: (@Sendable () -> Date)? = nil, coarseClocks: CoarseClocks? = nil) {
         self.wallClock = wallClock
+        self.coarseClocks = coarseClocks
     }
 
     /// The current wall-clock date.
@@ -105,13 +128,23 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
     }
 
     /// The deadline of `date`, fixed now. "Not in the future" is judged on the wall clock the
-    /// date comes from, not through the offset, which may lag it by up to a millisecond.
+    /// date comes from: through the exact offset of the coarse clocks, or, on the precise
+    /// check, on a wall-clock read (not through that check's offset, which may lag the wall
+    /// clock by up to a millisecond).
     ///
     /// - Precondition: `date` is not NaN (`api` names the caller in the message).
     package func deadline(for date: Date, _ api: @autoclosure () -> String) -> Deadline {
         _checkDate(date, api())
         let seconds = date.timeIntervalSinceReferenceDate
         guard seconds < .infinity else { return .never }
+        #if os(Linux)
+            if wallClock == nil, let coarse = coarseOffset() {
+                let target = (seconds - coarse.offset) * 1e9
+                // The coarse clock is at most a tick behind the precise one.
+                if target > Self.nanoseconds(coarse.monotonic) + Self.coarseMargin { return Self.at(target) }
+                return target > Self.nanoseconds(Self.monotonicNow) ? Self.at(target) : .now
+            }
+        #endif
         let wall = wallSeconds()
         guard seconds > wall else { return .now }
         let after = Self.monotonicNow
@@ -131,6 +164,12 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
     private static func deadline(_ seconds: Double, offset: Double, after: UInt64) -> Deadline {
         let target = (seconds - offset) * 1e9
         guard target > nanoseconds(after) else { return .now }
+        return at(target)
+    }
+
+    /// The deadline at `target` monotonic nanoseconds (in the future).
+    @inline(__always)
+    private static func at(_ target: Double) -> Deadline {
         // Signed conversions are one instruction each; unsigned ones branch.
         if target < 0x1p62 { return .at(UInt64(Int64(target))) }
         return target >= Double(UInt64.max) ? .never : .at(UInt64(target))
@@ -140,11 +179,79 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
     @inline(__always)
     private static func nanoseconds(_ time: UInt64) -> Double { Double(Int64(truncatingIfNeeded: time)) }
 
+    /// `time` (monotonic nanoseconds) as a `Double`.
+    @inline(__always)
+    private static func nanoseconds(_ time: Int64) -> Double { Double(time) }
+
+    #if os(Linux)
+        /// Nanoseconds from 1970 to the reference date of `Date`.
+        private static let referenceDateNanoseconds: Int64 = 978_307_200_000_000_000
+
+        /// Two ticks of the coarse clocks, in nanoseconds: the coarse monotonic clock lags the
+        /// precise one by less than a tick (the time since the kernel's last timekeeping update).
+        private static let coarseMargin: Double = {
+            var resolution = timespec()
+            guard clock_getres(CLOCK_MONOTONIC_COARSE, &resolution) == 0 else { return 20e6 }
+            let tick = Double(resolution.tv_sec) * 1e9 + Double(resolution.tv_nsec)
+            return tick > 0 ? 2 * tick : 20e6
+        }()
+
+        /// The coarse clocks, wall then monotonic, in nanoseconds.
+        @inline(__always)
+        private func readCoarse() -> (wall: Int64, monotonic: Int64) {
+            if let coarseClocks { return coarseClocks() }
+            var wall = timespec()
+            var monotonic = timespec()
+            clock_gettime(CLOCK_REALTIME_COARSE, &wall)
+            clock_gettime(CLOCK_MONOTONIC_COARSE, &monotonic)
+            return (
+                Int64(wall.tv_sec) &* 1_000_000_000 &+ Int64(wall.tv_nsec),
+                Int64(monotonic.tv_sec) &* 1_000_000_000 &+ Int64(monotonic.tv_nsec)
+            )
+        }
+
+        /// The offset (reference-date seconds minus monotonic seconds), exact, and the coarse
+        /// monotonic reading it came with; nil if the coarse readings did not settle (the caller
+        /// then takes the precise check).
+        @inline(__always)
+        private func coarseOffset() -> (offset: Double, monotonic: Int64)? {
+            let reading = readCoarse()
+            var offset = reading.wall &- reading.monotonic
+            if offset != knownCoarseOffset.load(ordering: .relaxed) {
+                guard let settled = settleCoarseOffset(after: offset) else { return nil }
+                offset = settled
+            }
+            return (Double(offset &- Self.referenceDateNanoseconds) * 1e-9, reading.monotonic)
+        }
+
+        /// The coarse clocks' difference once two readings in a row agree (the first of them
+        /// gave `first`), kept from then on; nil if they do not within a few readings.
+        @inline(never)
+        private func settleCoarseOffset(after first: Int64) -> Int64? {
+            var previous = first
+            for _ in 0..<4 {
+                let reading = readCoarse()
+                let offset = reading.wall &- reading.monotonic
+                if offset == previous {
+                    knownCoarseOffset.store(offset, ordering: .relaxed)
+                    return offset
+                }
+                previous = offset
+            }
+            return nil
+        }
+    #endif
+
     /// The monotonic time of a finite `date` that is not in the future, through the same
     /// offset as `deadline(for:_:)`, so that it orders against the deadlines of dates in the
     /// future the way the dates do. Schedulers use it to queue a due action behind a pending
     /// one of the same or an earlier date.
     package func monotonicTime(ofPast date: Date) -> UInt64 {
+        #if os(Linux)
+            if wallClock == nil, let coarse = coarseOffset() {
+                return Self.monotonicTime(of: date, offset: coarse.offset)
+            }
+        #endif
         let wall = wallSeconds()
         let after = Self.monotonicNow
         let offset: Double
@@ -155,8 +262,12 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
             let wall = wallSeconds()
             offset = self.offset(wall: wall, before: before, after: Self.monotonicNow)
         }
-        let target = (date.timeIntervalSinceReferenceDate - offset) * 1e9
         // May be a little after `after`: the offset can lag the wall clock by a millisecond.
+        return Self.monotonicTime(of: date, offset: offset)
+    }
+
+    private static func monotonicTime(of date: Date, offset: Double) -> UInt64 {
+        let target = (date.timeIntervalSinceReferenceDate - offset) * 1e9
         return target >= Double(UInt64.max) ? UInt64.max : UInt64(max(target, 0))
     }
 
