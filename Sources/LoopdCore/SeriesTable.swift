@@ -187,6 +187,7 @@ public struct SeriesTable: Sendable {
                 return .created
             }
             if hashes[series] == hash32 && keyEquals(series, key) {
+                if line.kind == .counter { return recordCounter(line, into: series) }
                 var now = Aggregates(
                     current: current[series], total: total[series], totalSum: totalSum[series],
                     intervalSum: intervalSum[series])
@@ -200,6 +201,9 @@ public struct SeriesTable: Sendable {
         }
     }
 
+    // Inlined: a call would copy the whole table (its 168 bytes of fields) out of the
+    // `mutating` caller first, with a call to memcpy, on every line.
+    @inline(__always)
     private func keyEquals(_ series: Int, _ key: UnsafeRawBufferPointer) -> Bool {
         let start = series == 0 ? 0 : Int(keyEnds[series - 1])
         let end = Int(keyEnds[series])
@@ -231,6 +235,43 @@ public struct SeriesTable: Sendable {
         options.append(0)
     }
 
+    /// Records a counter line into its existing series: the most common line, done here without
+    /// the general path's copies of every aggregate and its calls.
+    @inline(__always)
+    private mutating func recordCounter(_ line: ParsedLine, into series: Int) -> Outcome {
+        let sums = Self.counterSums(line.values)
+        let nextCurrent = current[series] + sums.sum / line.sampleRate
+        let nextTotal = total[series] + sums.increase / line.sampleRate
+        guard nextCurrent.isFinite && nextTotal.isFinite else { return .nonFinite }
+        lastSeen[series] = interval
+        current[series] = nextCurrent
+        total[series] = nextTotal
+        negativeCounterValues &+= sums.negatives
+        lastSeries = series
+        return .recorded
+    }
+
+    /// A counter line's values: their sum (the interval's), the sum of the positive ones (the
+    /// total's, which Prometheus reads as a counter that never decreases), and how many are
+    /// negative.
+    @inline(__always)
+    private static func counterSums(
+        _ values: UnsafeBufferPointer<Double>
+    ) -> (sum: Double, increase: Double, negatives: UInt64) {
+        var sum = 0.0
+        var increase = 0.0
+        var negatives: UInt64 = 0
+        for value in values {
+            sum += value
+            if value > 0 {
+                increase += value
+            } else if value < 0 {
+                negatives &+= 1
+            }
+        }
+        return (sum, increase, negatives)
+    }
+
     /// A series' numeric aggregates: the columns of the same names.
     private struct Aggregates {
         var current = 0.0
@@ -252,20 +293,10 @@ public struct SeriesTable: Sendable {
         let rate = line.sampleRate
         switch line.kind {
         case .counter:
-            // The interval's sum takes every increment; the total, which Prometheus reads as a
-            // counter that never decreases, only the positive ones.
-            var sum = 0.0
-            var increase = 0.0
-            for value in line.values {
-                sum += value
-                if value > 0 {
-                    increase += value
-                } else if value < 0 {
-                    next.negatives &+= 1
-                }
-            }
-            next.current += sum / rate
-            next.total += increase / rate
+            let sums = counterSums(line.values)
+            next.negatives = sums.negatives
+            next.current += sums.sum / rate
+            next.total += sums.increase / rate
             guard next.current.isFinite && next.total.isFinite else { return nil }
         case .gauge:
             for (value, delta) in zip(line.values, line.isDelta) {

@@ -238,7 +238,10 @@ public struct StatsDParser: ~Copyable {
             stop < end && line[stop] == UInt8(ascii: "|")
             ? index(of: UInt8(ascii: ":"), in: line, from: stop + 1, to: end) : stop
         guard colon > 0 else { return .emptyName }
-        if (line[0] | 0x20 == UInt8(ascii: "l") || line[0] == UInt8(ascii: "."))
+        // Only a name that starts with a dot or with `loop` in any case can be reserved: the
+        // first four bytes, lowered as `isReserved` lowers them, in one load.
+        if (line[0] == UInt8(ascii: ".")
+            || colon >= 5 && line.loadUnaligned(as: UInt32.self) | 0x2020_2020 == Self.loopLowered)
             && Self.isReserved(line, nameEnd: colon)
         {
             return .reservedName
@@ -295,7 +298,9 @@ public struct StatsDParser: ~Copyable {
                 memberStorage[memberCount] = Self.hash(UnsafeRawBufferPointer(rebasing: line[value..<next]), seed: seed)
                 memberCount += 1
             } else {
-                guard let number = Self.number(line, value, next) else { return .badValue }
+                guard let number = Self.wholeNumber(line, value, next) ?? Self.number(line, value, next) else {
+                    return .badValue
+                }
                 if valueCount == valueCapacity { growValues() }
                 valueStorage[valueCount] = number
                 deltaStorage[valueCount] = line[value] == UInt8(ascii: "+") || line[value] == UInt8(ascii: "-")
@@ -314,6 +319,9 @@ public struct StatsDParser: ~Copyable {
     /// separator: not a lower-case letter or a digit, and not an upper-case letter after an
     /// upper-case `D` (`loopd`, `loopd.x`, `loopd_x`, `LOOPD-x`, `loopdX`; not `loopdx`,
     /// `LOOPDX`).
+    /// `loop` as the little-endian `UInt32` of its four bytes.
+    private static let loopLowered = UInt32(littleEndian: 0x706F_6F6C)
+
     static func isReserved(_ line: UnsafeRawBufferPointer, nameEnd: Int) -> Bool {
         var start = 0
         while start < nameEnd && line[start] == UInt8(ascii: ".") { start += 1 }
@@ -466,6 +474,24 @@ public struct StatsDParser: ~Copyable {
         case 2: line[start] == UInt8(ascii: "m") && line[start + 1] == UInt8(ascii: "s") ? .timer : nil
         default: nil
         }
+    }
+
+    /// The value of `line[start..<end]` if it is 1 to 15 digits and nothing else, the most
+    /// common value (a count of 1, a time in whole milliseconds), parsed inline; else nil, and
+    /// `number(_:_:_:)` parses it.
+    @inline(__always)
+    private static func wholeNumber(_ line: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> Double? {
+        guard start < end && end - start <= 15 else { return nil }
+        var whole: UInt64 = 0
+        var position = start
+        repeat {
+            let digit = line[position] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            whole = whole &* 10 &+ UInt64(digit)
+            position += 1
+        } while position < end
+        // Exact: 15 digits stay below 2^53.
+        return Double(whole)
     }
 
     /// A finite decimal number: `[+-]digits[.digits][e[+-]digits]`, with at least one digit

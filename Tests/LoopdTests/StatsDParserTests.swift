@@ -81,9 +81,20 @@ struct StatsDParserTests {
             ("1", 1.0), ("-2.5", -2.5), ("+3", 3), ("0.1", 0.1), (".5", 0.5), ("5.", 5),
             ("1e3", 1000), ("2.5E-3", 0.0025), ("123456789012345678901", 123456789012345678901.0),
             ("0.30000000000000004", 0.30000000000000004), ("1e-30", 1e-30), ("007", 7),
+            // Whole numbers of up to 15 digits take a shortcut; one more digit, the full parse,
+            // which rounds 2^53 + 1 to even.
+            ("0", 0), ("999999999999999", 999_999_999_999_999), ("9007199254740993", 9_007_199_254_740_992),
+            ("1234567890123456", 1_234_567_890_123_456),
         ] {
             #expect(parse(&parser, "x:\(text)|g") == nil)
             #expect(parser.values == [value], "\(text)")
+        }
+    }
+
+    @Test func rejectsAValueWithAnythingButDigitsAfterItsDigits() {
+        var parser = StatsDParser(maxLineLength: 256)
+        for text in ["1a", "12 ", "1_000", "0x10", "", "1:", ":1"] {
+            #expect(parse(&parser, "x:\(text)|c") == .badValue, "\(text)")
         }
     }
 
