@@ -68,6 +68,20 @@ struct ArgumentCheckTests {
                 "collect(every:on:skipEmpty:discardWhenCompleted:): interval must be positive and finite, got never"))
     }
 
+    @Test func anIntervalThatKeepsTheRuleIsNotDescribed() {
+        var described = 0
+        func describe() -> String {
+            described += 1
+            return "seconds(0)"
+        }
+        #expect(_intervalProblem("interval", 1, .positive, shown: describe()) == nil)
+        #expect(described == 0)
+        #expect(
+            _intervalProblem("interval", 0, .positive, shown: describe())
+                == "interval must be positive and finite, got seconds(0)")
+        #expect(described == 1)
+    }
+
     @Test func eachIntervalRuleIsWordedOneWay() {
         #expect(_intervalProblem("interval", 0, .nonNegative) == nil)
         #expect(_intervalProblem("interval", -1, .nonNegative) == "interval must be finite and >= 0, got -1.0")

@@ -83,9 +83,12 @@ package enum _IntervalRule: Sendable {
 ///   - argument: The argument's name as the caller knows it (`interval`, `--flush-interval`).
 ///   - shown: The value as the caller wrote it, if not `seconds` (`never`, `seconds(-1)`).
 package func _intervalProblem(
-    _ argument: String, _ seconds: Double, _ rule: _IntervalRule, shown: String? = nil
+    _ argument: String, _ seconds: Double, _ rule: _IntervalRule, shown: @autoclosure () -> String? = nil
 ) -> String? {
-    rule.admits(seconds) ? nil : "\(argument) \(rule.requirement), got \(shown ?? String(seconds))"
+    // `shown` is evaluated for the message only: describing a `DispatchTimeInterval` goes
+    // through reflection (4 million instructions for loopd's first timer), which a check that
+    // passes must not pay.
+    rule.admits(seconds) ? nil : "\(argument) \(rule.requirement), got \(shown() ?? String(seconds))"
 }
 
 /// Stops the program, in release builds too, unless `interval` (in seconds) keeps `rule`; the
