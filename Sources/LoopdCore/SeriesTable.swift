@@ -235,6 +235,13 @@ public struct SeriesTable: Sendable {
         options.append(0)
     }
 
+    /// Marks `series` as seen in this interval. Most lines find it marked already: a read then
+    /// saves the write's copy-on-write check.
+    @inline(__always)
+    private mutating func markSeen(_ series: Int) {
+        if lastSeen[series] != interval { lastSeen[series] = interval }
+    }
+
     /// Records a counter line into its existing series: the most common line, done here without
     /// the general path's copies of every aggregate and its calls.
     @inline(__always)
@@ -243,7 +250,7 @@ public struct SeriesTable: Sendable {
         let nextCurrent = current[series] + sums.sum / line.sampleRate
         let nextTotal = total[series] + sums.increase / line.sampleRate
         guard nextCurrent.isFinite && nextTotal.isFinite else { return .nonFinite }
-        lastSeen[series] = interval
+        markSeen(series)
         current[series] = nextCurrent
         total[series] = nextTotal
         negativeCounterValues &+= sums.negatives
@@ -333,7 +340,7 @@ public struct SeriesTable: Sendable {
 
     /// Records `line` into `series`, whose aggregates become `next`.
     private mutating func apply(_ line: ParsedLine, _ next: Aggregates, to series: Int) {
-        lastSeen[series] = interval
+        markSeen(series)
         switch line.kind {
         case .counter:
             current[series] = next.current

@@ -171,6 +171,9 @@ public struct StatsDParser: ~Copyable {
     private var keyLength = 0
     /// `StatsDParser.seed`, read once.
     private let seed = StatsDParser.seed
+    /// Tests: false makes every line search byte by byte, as lines outside 8 to 64 bytes do, so
+    /// that both ways can be compared on the same lines.
+    @_spi(Testing) public var usesSeparatorMasks = true
     private let tagStorage: UnsafeMutablePointer<Range<Int>>
     private var tagCount = 0
     private var valueStorage: UnsafeMutablePointer<Double>
@@ -229,14 +232,17 @@ public struct StatsDParser: ~Copyable {
     /// in the parser's properties; on failure they are unspecified.
     public mutating func parse(_ line: UnsafeRawBufferPointer) -> LineError? {
         guard line.count <= maxLineLength else { return .tooLong }
-        guard isUTF8(line) else { return .notUTF8 }
+        // Most lines are 8 to 64 bytes: one pass marks their ':' and '|' bytes and checks that
+        // they are ASCII, and every search for either is then a few bit operations.
+        let separators = Separators(line, enabled: usesSeparatorMasks)
+        guard separators.isASCII || isUTF8(line) else { return .notUTF8 }
         let end = line.count
         // The name runs to the first ':'; the values, to the first '|'. A '|' before the first
         // ':' means the value (and its ':') is missing: "name|c". One pass finds either.
-        let stop = firstIndex(of: UInt8(ascii: ":"), or: UInt8(ascii: "|"), in: line, from: 0, to: end)
+        let stop = separators.indexOfColonOrBar(in: line, to: end)
         let colon =
             stop < end && line[stop] == UInt8(ascii: "|")
-            ? index(of: UInt8(ascii: ":"), in: line, from: stop + 1, to: end) : stop
+            ? separators.index(of: UInt8(ascii: ":"), in: line, from: stop + 1, to: end) : stop
         guard colon > 0 else { return .emptyName }
         // Only a name that starts with a dot or with `loop` in any case can be reserved: the
         // first four bytes, lowered as `isReserved` lowers them, in one load.
@@ -247,9 +253,9 @@ public struct StatsDParser: ~Copyable {
             return .reservedName
         }
         guard colon < end, stop == colon else { return .missingValue }
-        let bar = index(of: UInt8(ascii: "|"), in: line, from: colon + 1, to: end)
+        let bar = separators.index(of: UInt8(ascii: "|"), in: line, from: colon + 1, to: end)
         guard bar < end else { return .missingType }
-        let typeEnd = index(of: UInt8(ascii: "|"), in: line, from: bar + 1, to: end)
+        let typeEnd = separators.index(of: UInt8(ascii: "|"), in: line, from: bar + 1, to: end)
         guard let kind = Self.kind(line, bar + 1, typeEnd) else { return .unknownType }
         self.kind = kind
 
@@ -260,7 +266,7 @@ public struct StatsDParser: ~Copyable {
         var field = typeEnd
         while field < end {
             let start = field + 1
-            let next = index(of: UInt8(ascii: "|"), in: line, from: start, to: end)
+            let next = separators.index(of: UInt8(ascii: "|"), in: line, from: start, to: end)
             if start < next {
                 switch line[start] {
                 case UInt8(ascii: "@"):
@@ -291,7 +297,7 @@ public struct StatsDParser: ~Copyable {
         memberCount = 0
         var value = colon + 1
         while value <= bar {
-            let next = index(of: UInt8(ascii: ":"), in: line, from: value, to: bar)
+            let next = separators.index(of: UInt8(ascii: ":"), in: line, from: value, to: bar)
             if kind == .set {
                 guard value < next else { return .badValue }
                 if memberCount == memberCapacity { growMembers() }
@@ -311,6 +317,77 @@ public struct StatsDParser: ~Copyable {
 
         buildKey(line, name: 0..<colon)
         return nil
+    }
+
+    /// Where a line's ':' and '|' bytes are: a bit per byte (bit i for byte i) of each, for a
+    /// line of 8 to 64 bytes, found eight bytes at a time; other lines (and every line when
+    /// disabled) search byte by byte, eight at a time.
+    struct Separators {
+        private let colons: UInt64
+        private let bars: UInt64
+        private let hasMasks: Bool
+        /// Whether every byte is ASCII, as far as the masks' pass saw (false without masks).
+        let isASCII: Bool
+
+        @inline(__always)
+        init(_ line: UnsafeRawBufferPointer, enabled: Bool) {
+            #if _endian(little)
+                let count = line.count
+                if enabled && count >= 8 && count <= 64 {
+                    var colons: UInt64 = 0
+                    var bars: UInt64 = 0
+                    var high: UInt64 = 0
+                    var position = 0
+                    repeat {
+                        // The last word may overlap the one before: its bytes get the same bits.
+                        let offset = Swift.min(position, count - 8)
+                        let word = line.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                        high |= word
+                        colons |= Self.bits(of: word, equalTo: 0x3A3A_3A3A_3A3A_3A3A) &<< UInt64(offset)
+                        bars |= Self.bits(of: word, equalTo: 0x7C7C_7C7C_7C7C_7C7C) &<< UInt64(offset)
+                        position += 8
+                    } while position < count
+                    (self.colons, self.bars, hasMasks) = (colons, bars, true)
+                    isASCII = high & 0x8080_8080_8080_8080 == 0
+                    return
+                }
+            #endif
+            (colons, bars, hasMasks, isASCII) = (0, 0, false, false)
+        }
+
+        /// A bit per byte of `word` (bit i for the byte at offset i) that equals its byte of
+        /// `pattern`.
+        @inline(__always)
+        static func bits(of word: UInt64, equalTo pattern: UInt64) -> UInt64 {
+            let x = word ^ pattern
+            // The top bit of each byte of `x` that is zero, exactly: no carry crosses a byte.
+            let zero = ~(((x & 0x7F7F_7F7F_7F7F_7F7F) &+ 0x7F7F_7F7F_7F7F_7F7F) | x | 0x7F7F_7F7F_7F7F_7F7F)
+            // Gathers the eight top bits into the top byte, byte i's as bit 56 + i.
+            return ((zero &>> 7) &* 0x0102_0408_1020_4080) &>> 56
+        }
+
+        /// The position of the first set bit of `mask` in `start..<end` (at most 64), or `end`.
+        @inline(__always)
+        private static func first(in mask: UInt64, from start: Int, to end: Int) -> Int {
+            let after = start < 64 ? mask & (~0 &<< UInt64(start)) : 0
+            return after == 0 ? end : Swift.min(after.trailingZeroBitCount, end)
+        }
+
+        /// The position of the first `byte` (':' or '|') in `line[start..<end]`, or `end`.
+        @inline(__always)
+        func index(of byte: UInt8, in line: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int {
+            guard hasMasks else { return firstIndex(of: byte, in: line, from: start, to: end) }
+            return Self.first(in: byte == UInt8(ascii: ":") ? colons : bars, from: start, to: end)
+        }
+
+        /// The position of the first ':' or '|' in `line[0..<end]`, or `end`.
+        @inline(__always)
+        func indexOfColonOrBar(in line: UnsafeRawBufferPointer, to end: Int) -> Int {
+            guard hasMasks else {
+                return firstIndex(of: UInt8(ascii: ":"), or: UInt8(ascii: "|"), in: line, from: 0, to: end)
+            }
+            return Self.first(in: colons | bars, from: 0, to: end)
+        }
     }
 
     /// Whether a name is one that an output would show as one of loopd's own (`loopd.*` in

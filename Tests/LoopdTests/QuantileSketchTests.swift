@@ -6,20 +6,8 @@ import Testing
 /// data, merging, its memory bound, and the series table's switch to it past `exactSamples`.
 @Suite("Quantile sketch")
 struct QuantileSketchTests {
-    /// A small deterministic generator (splitmix64), so that failures reproduce.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        /// In (0, 1).
-        mutating func uniform() -> Double { (Double(next() >> 11) + 0.5) / Double(1 << 53) }
-        mutating func normal() -> Double { (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform()) }
-    }
+    /// A small deterministic generator, so that failures reproduce.
+    typealias Random = SplitMix64
 
     static let alpha = QuantileSketch.relativeAccuracy
     static let probabilities = [0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999]
@@ -215,4 +203,10 @@ struct QuantileSketchTests {
         #expect(!stats.approximate)
         #expect(stats.percentile(50) == Double(SeriesTable.exactSamples / 2))
     }
+}
+
+extension SplitMix64 {
+    /// In (0, 1).
+    mutating func uniform() -> Double { (Double(next() >> 11) + 0.5) / Double(1 << 53) }
+    mutating func normal() -> Double { (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform()) }
 }

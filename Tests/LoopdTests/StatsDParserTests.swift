@@ -278,4 +278,46 @@ struct StatsDParserTests {
         }
     }
 
+    /// What a parse gave: the error, or everything a line records.
+    static func outcome(_ parser: inout StatsDParser, _ line: [UInt8]) -> String {
+        if let error = line.withUnsafeBytes({ parser.parse($0) }) { return "error \(error)" }
+        let key = parser.withKey { Array($0) }
+        return "\(parser.kind) \(parser.sampleRate) \(parser.values) \(parser.isDelta) \(parser.members) "
+            + "\(key) \(parser.keyHash) \(parser.hasTimestamp)"
+    }
+
+    @Test func theSeparatorMasksFindWhatTheByteSearchesFind() {
+        var masked = StatsDParser(maxLineLength: 256)
+        var searched = StatsDParser(maxLineLength: 256)
+        searched.usesSeparatorMasks = false
+        var random = SplitMix64(state: 23)
+        let alphabet = Array(":|,@#cgmsdhT.x1-+e0".utf8) + Array("é".utf8) + [0x80, 0xFF]
+        let fields = ["", "|@0.5", "|#a:b,c", "|#z,a:1|@0.1", "|T1700000000", "|c:abc", "|#", "|@"]
+        let types = ["c", "g", "ms", "h", "d", "s", "x", ""]
+        var parsed = 0
+        for round in 0..<40_000 {
+            var line: [UInt8]
+            if round % 2 == 0 {
+                // Bytes at random, 1 to 80 of them: the lengths around 8 and 64 included.
+                line = (0..<Int.random(in: 1...80, using: &random)).map { _ in alphabet.randomElement(using: &random)! }
+            } else {
+                // A line of the right shape, with a byte or two changed.
+                let name = String(repeating: "n", count: Int.random(in: 1...50, using: &random))
+                let values = (0..<Int.random(in: 1...3, using: &random)).map { _ in
+                    String(Int.random(in: -5...500, using: &random))
+                }
+                line = Array(
+                    (name + ":" + values.joined(separator: ":") + "|" + types.randomElement(using: &random)!
+                        + fields.randomElement(using: &random)!).utf8)
+                for _ in 0..<Int.random(in: 0...2, using: &random) where !line.isEmpty {
+                    line[Int.random(in: 0..<line.count, using: &random)] = alphabet.randomElement(using: &random)!
+                }
+            }
+            let expected = Self.outcome(&searched, line)
+            #expect(Self.outcome(&masked, line) == expected, "\(line)")
+            if !expected.hasPrefix("error") { parsed += 1 }
+        }
+        // Both kinds of line were tried.
+        #expect(parsed > 5_000 && parsed < 35_000, "\(parsed) lines parsed")
+    }
 }
