@@ -315,18 +315,28 @@ public struct StatsDParser: ~Copyable {
             value = next + 1
         }
 
-        buildKey(line, name: 0..<colon)
+        if tagCount == 0 {
+            // Most lines have no tags: their key is the kind's byte and the name, made here
+            // rather than through a call.
+            keyStorage.storeBytes(of: kind.rawValue, as: UInt8.self)
+            (keyStorage + 1).copyMemory(from: line.baseAddress!, byteCount: colon)
+            keyLength = colon + 1
+            keyHash = Self.hash(UnsafeRawBufferPointer(start: keyStorage, count: keyLength), seed: seed)
+        } else {
+            buildKey(line, name: 0..<colon)
+        }
         return nil
     }
 
-    /// Where a line's ':' and '|' bytes are: a bit per byte (bit i for byte i) of each, for a
-    /// line of 8 to 64 bytes, found eight bytes at a time; other lines (and every line when
-    /// disabled) search byte by byte, eight at a time.
+    /// Where a line's ':' and '|' bytes are: a bit per byte (bit i for byte i) of each, for an
+    /// ASCII line of 8 to 64 bytes, found eight bytes at a time; other lines (and every line
+    /// when disabled) are searched for each separator, eight bytes at a time.
     struct Separators {
         private let colons: UInt64
         private let bars: UInt64
         private let hasMasks: Bool
-        /// Whether every byte is ASCII, as far as the masks' pass saw (false without masks).
+        /// Whether the line is 8 to 64 bytes, all ASCII (false for other lines, which the
+        /// caller checks as UTF-8).
         let isASCII: Bool
 
         @inline(__always)
@@ -347,8 +357,10 @@ public struct StatsDParser: ~Copyable {
                         bars |= Self.bits(of: word, equalTo: 0x7C7C_7C7C_7C7C_7C7C) &<< UInt64(offset)
                         position += 8
                     } while position < count
-                    (self.colons, self.bars, hasMasks) = (colons, bars, true)
+                    // The masks hold for ASCII lines only (see `bits(of:equalTo:)`); the others
+                    // are checked as UTF-8 and searched byte by byte.
                     isASCII = high & 0x8080_8080_8080_8080 == 0
+                    (self.colons, self.bars, hasMasks) = (colons, bars, isASCII)
                     return
                 }
             #endif
@@ -356,12 +368,13 @@ public struct StatsDParser: ~Copyable {
         }
 
         /// A bit per byte of `word` (bit i for the byte at offset i) that equals its byte of
-        /// `pattern`.
+        /// `pattern`, if every byte of both is ASCII (else the bits are unspecified).
         @inline(__always)
         static func bits(of word: UInt64, equalTo pattern: UInt64) -> UInt64 {
             let x = word ^ pattern
-            // The top bit of each byte of `x` that is zero, exactly: no carry crosses a byte.
-            let zero = ~(((x & 0x7F7F_7F7F_7F7F_7F7F) &+ 0x7F7F_7F7F_7F7F_7F7F) | x | 0x7F7F_7F7F_7F7F_7F7F)
+            // The top bit of each byte of `x` that is zero, exactly: each byte is below 0x80, so
+            // adding 0x7F sets its top bit unless it is zero, and carries into no other byte.
+            let zero = ~(x &+ 0x7F7F_7F7F_7F7F_7F7F) & 0x8080_8080_8080_8080
             // Gathers the eight top bits into the top byte, byte i's as bit 56 + i.
             return ((zero &>> 7) &* 0x0102_0408_1020_4080) &>> 56
         }
@@ -537,6 +550,7 @@ public struct StatsDParser: ~Copyable {
         firstIndex(of: byte, in: line, from: start, to: end)
     }
 
+    @inline(__always)
     private static func kind(_ line: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> MetricKind? {
         switch end - start {
         case 1:
