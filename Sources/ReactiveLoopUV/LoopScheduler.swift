@@ -460,6 +460,7 @@ final class _LoopTimedAction: Disposable, @unchecked Sendable {  // Vars: confin
 
     /// An action that runs every `interval` nanoseconds (below 2^63), or once if it is 0.
     init(_ action: @escaping () -> Void, interval: UInt64, timers: _LoopTimers) {
+        assert(interval >> 63 == 0, "_LoopTimedAction: interval \(interval) ns does not fit")
         self.action = action
         self.state = Synchronization.Atomic(interval << 1)
         self.link = timers.link

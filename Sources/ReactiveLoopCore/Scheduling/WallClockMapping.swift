@@ -15,21 +15,26 @@ import Synchronization
 ///
 /// One offset (wall-clock time minus monotonic time) maps every date, so equal dates give equal
 /// deadlines and keep their FIFO order. Both clocks run at the same rate (the kernel slews them
-/// together), so the offset changes only when the wall clock is set or stepped.
+/// together), so the offset changes only when the wall clock is set or stepped (a leap second
+/// and a resume from suspend are steps too).
 ///
 /// On Linux, with the system's clocks, the offset is read exactly and cheaply: the kernel sets
 /// its coarse wall clock and coarse monotonic clock (`CLOCK_REALTIME_COARSE`,
 /// `CLOCK_MONOTONIC_COARSE`) at the same update, so their difference is the offset to the
 /// nanosecond, and reading both costs a few nanoseconds against about 20 for one precise read.
-/// A difference equal to the known offset is the offset; any other (the clock was stepped, or a
-/// timekeeping update fell between the two reads) is re-read until two readings agree, and that
-/// becomes the offset. A date more than two of the coarse clock's ticks ahead of its reading is
-/// in the future without a precise read; a nearer one is judged against a precise monotonic
-/// read. So a date costs two coarse reads and no lock, and a jump of any size is taken at the
-/// next date.
+/// A difference equal to the known offset is the offset. Any other (the clock was stepped, or
+/// a timekeeping update fell between the two reads) is read again as monotonic, wall,
+/// monotonic until both monotonic readings are equal (no update came between them), and that
+/// difference becomes the offset. A date more than eight ticks of the coarse clock (at least
+/// 50 ms) ahead of its coarse reading is in the future without a precise read: the coarse
+/// clock lags the precise one by a tick or two, more when the kernel's timekeeping stalls (a
+/// descheduled virtual CPU). A nearer date is judged as `Date` itself reads the wall clock: on
+/// the precise monotonic clock plus the exact offset, converted as `Date` converts. So a date
+/// costs two coarse reads and no lock, and a jump of any size is taken at the next date.
 ///
-/// With an injected wall clock (tests), or if the coarse readings never settle, the offset is
-/// checked against precise reads instead: the wall clock is read between two monotonic reads,
+/// With an injected wall clock (tests), if the coarse clocks cannot be read, or if their
+/// readings never settle, the offset is checked against precise reads instead (starting from
+/// the coarse clocks' last offset, so that equal dates still map equally): the wall clock is read between two monotonic reads,
 /// so the true offset lies in a known interval, and only an offset outside that interval
 /// (widened by a millisecond) is a jump. A thread preempted between its reads widens the
 /// interval instead of looking like a jump. Most dates take two reads and no lock there: the
@@ -59,21 +64,21 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
     private let knownOffsetBits = Synchronization.Atomic<UInt64>(Double.nan.bitPattern)
     private static let jumpThreshold: Double = 0.001
 
-    /// A reading of the coarse wall clock then the coarse monotonic clock, in nanoseconds since
-    /// 1970 and on the monotonic clock.
-    package typealias CoarseClocks = @Sendable () -> (wall: Int64, monotonic: Int64)
-    // nil: the system's coarse clocks (tests script them to step the wall clock).
-    private let coarseClocks: CoarseClocks?
+    /// A reading of the coarse monotonic clock (`true`) or of the coarse wall clock, in
+    /// nanoseconds (since boot, since 1970).
+    package typealias CoarseClock = @Sendable (_ monotonic: Bool) -> Int64
+    // nil: the system's coarse clocks (tests script them: steps, updates between reads, lag).
+    private let coarseClock: CoarseClock?
     // The coarse clocks' last settled difference, in nanoseconds; `Int64.min` while there is
     // none. A stale value only sends a caller to re-read.
     private let knownCoarseOffset = Synchronization.Atomic<Int64>(.min)
 
     /// A mapping that reads the wall clock with `wallClock` (tests inject jumps with it), or the
     /// system's clocks directly if it is nil: on Linux, the coarse clocks for the offset, read
-    /// with `coarseClocks` if it is given (tests).
-    package init(wallClock: (@Sendable () -> Date)? = nil, coarseClocks: CoarseClocks? = nil) {
+    /// with `coarseClock` if it is given (tests).
+    package init(wallClock: (@Sendable () -> Date)? = nil, coarseClock: CoarseClock? = nil) {
         self.wallClock = wallClock
-        self.coarseClocks = coarseClocks
+        self.coarseClock = coarseClock
     }
 
     /// The current wall-clock date.
@@ -87,7 +92,7 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
             // `Date()` reads the same clock, through two more calls.
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
-            return (Double(now.tv_sec) - Date.timeIntervalBetween1970AndReferenceDate) + Double(now.tv_nsec) * 1e-9
+            return Self.dateSeconds(seconds: Int64(now.tv_sec), nanoseconds: Int64(now.tv_nsec))
         #else
             return Date().timeIntervalSinceReferenceDate
         #endif
@@ -139,10 +144,10 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
         guard seconds < .infinity else { return .never }
         #if os(Linux)
             if wallClock == nil, let coarse = coarseOffset() {
-                let target = (seconds - coarse.offset) * 1e9
-                // The coarse clock is at most a tick behind the precise one.
+                let target = (seconds - Self.offsetSeconds(coarse.offset)) * 1e9
                 if target > Self.nanoseconds(coarse.monotonic) + Self.coarseMargin { return Self.at(target) }
-                return target > Self.nanoseconds(Self.monotonicNow) ? Self.at(target) : .now
+                let now = Int64(truncatingIfNeeded: Self.monotonicNow)
+                return Self.isInFuture(seconds, monotonicNow: now, offset: coarse.offset) ? Self.at(target) : .now
             }
         #endif
         let wall = wallSeconds()
@@ -183,60 +188,94 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
     @inline(__always)
     private static func nanoseconds(_ time: Int64) -> Double { Double(time) }
 
+    /// A time since 1970 in seconds since the reference date, computed as `Date()` computes it
+    /// from the clock's seconds and nanoseconds (so that the two compare exactly).
+    @inline(__always)
+    package static func dateSeconds(seconds: Int64, nanoseconds: Int64) -> Double {
+        (Double(seconds) - Date.timeIntervalBetween1970AndReferenceDate) + Double(nanoseconds) * 1e-9
+    }
+
     #if os(Linux)
         /// Nanoseconds from 1970 to the reference date of `Date`.
         private static let referenceDateNanoseconds: Int64 = 978_307_200_000_000_000
 
-        /// Two ticks of the coarse clocks, in nanoseconds: the coarse monotonic clock lags the
-        /// precise one by less than a tick (the time since the kernel's last timekeeping update).
+        /// How far ahead of the coarse monotonic reading a date must be to be in the future
+        /// without a precise read, in nanoseconds: eight ticks, and at least 50 ms. The coarse
+        /// clock trails the precise one by up to about two ticks, and the kernel lets its
+        /// timekeeping stall for up to five before another CPU takes it over.
         private static let coarseMargin: Double = {
             var resolution = timespec()
-            guard clock_getres(CLOCK_MONOTONIC_COARSE, &resolution) == 0 else { return 20e6 }
+            guard clock_getres(CLOCK_MONOTONIC_COARSE, &resolution) == 0 else { return 50e6 }
             let tick = Double(resolution.tv_sec) * 1e9 + Double(resolution.tv_nsec)
-            return tick > 0 ? 2 * tick : 20e6
+            return Swift.max(8 * tick, 50e6)
         }()
 
-        /// The coarse clocks, wall then monotonic, in nanoseconds.
+        /// Whether a date (`seconds` since the reference date) is after the wall clock at the
+        /// monotonic time `monotonicNow` (nanoseconds), given the exact `offset` (nanoseconds,
+        /// wall since 1970 minus monotonic). The wall clock is read as `Date()` would read it
+        /// (the precise wall clock is the precise monotonic clock plus the offset) and converted
+        /// as `Date` converts, so that a date taken before is never in the future: comparing in
+        /// monotonic time instead, through the offset in floating point, misjudged a quarter of
+        /// such dates on some boots.
         @inline(__always)
-        private func readCoarse() -> (wall: Int64, monotonic: Int64) {
-            if let coarseClocks { return coarseClocks() }
-            var wall = timespec()
-            var monotonic = timespec()
-            clock_gettime(CLOCK_REALTIME_COARSE, &wall)
-            clock_gettime(CLOCK_MONOTONIC_COARSE, &monotonic)
-            return (
-                Int64(wall.tv_sec) &* 1_000_000_000 &+ Int64(wall.tv_nsec),
-                Int64(monotonic.tv_sec) &* 1_000_000_000 &+ Int64(monotonic.tv_nsec)
-            )
+        package static func isInFuture(_ seconds: Double, monotonicNow: Int64, offset: Int64) -> Bool {
+            let wall = monotonicNow &+ offset
+            return seconds > dateSeconds(seconds: wall / 1_000_000_000, nanoseconds: wall % 1_000_000_000)
         }
 
-        /// The offset (reference-date seconds minus monotonic seconds), exact, and the coarse
-        /// monotonic reading it came with; nil if the coarse readings did not settle (the caller
-        /// then takes the precise check).
+        /// Whether the system's coarse clocks can be read (a kernel without them refuses).
+        private static let coarseClocksWork: Bool = {
+            var time = timespec()
+            return clock_gettime(CLOCK_REALTIME_COARSE, &time) == 0 && clock_gettime(CLOCK_MONOTONIC_COARSE, &time) == 0
+        }()
+
+        /// `offset` (nanoseconds, wall since 1970 minus monotonic) in seconds since the
+        /// reference date.
         @inline(__always)
-        private func coarseOffset() -> (offset: Double, monotonic: Int64)? {
-            let reading = readCoarse()
-            var offset = reading.wall &- reading.monotonic
-            if offset != knownCoarseOffset.load(ordering: .relaxed) {
-                guard let settled = settleCoarseOffset(after: offset) else { return nil }
-                offset = settled
-            }
-            return (Double(offset &- Self.referenceDateNanoseconds) * 1e-9, reading.monotonic)
+        private static func offsetSeconds(_ offset: Int64) -> Double {
+            Double(offset &- referenceDateNanoseconds) * 1e-9
         }
 
-        /// The coarse clocks' difference once two readings in a row agree (the first of them
-        /// gave `first`), kept from then on; nil if they do not within a few readings.
+        /// One coarse clock, in nanoseconds.
+        @inline(__always)
+        private func readCoarse(monotonic: Bool) -> Int64 {
+            if let coarseClock { return coarseClock(monotonic) }
+            var time = timespec()
+            clock_gettime(monotonic ? CLOCK_MONOTONIC_COARSE : CLOCK_REALTIME_COARSE, &time)
+            return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+        }
+
+        /// The offset in nanoseconds (wall since 1970 minus monotonic), exact, and a coarse
+        /// monotonic reading taken with it; nil if the coarse clocks cannot be read or their
+        /// readings did not settle (the caller then takes the precise check).
+        @inline(__always)
+        private func coarseOffset() -> (offset: Int64, monotonic: Int64)? {
+            guard coarseClock != nil || Self.coarseClocksWork else { return nil }
+            let wall = readCoarse(monotonic: false)
+            let monotonic = readCoarse(monotonic: true)
+            let offset = wall &- monotonic
+            if offset == knownCoarseOffset.load(ordering: .relaxed) { return (offset, monotonic) }
+            return settleCoarseOffset()
+        }
+
+        /// The coarse clocks' difference from a wall reading between two equal monotonic ones
+        /// (no timekeeping update came between them), kept from then on; nil if no such reading
+        /// comes within a few tries.
         @inline(never)
-        private func settleCoarseOffset(after first: Int64) -> Int64? {
-            var previous = first
+        private func settleCoarseOffset() -> (offset: Int64, monotonic: Int64)? {
             for _ in 0..<4 {
-                let reading = readCoarse()
-                let offset = reading.wall &- reading.monotonic
-                if offset == previous {
-                    knownCoarseOffset.store(offset, ordering: .relaxed)
-                    return offset
+                let before = readCoarse(monotonic: true)
+                let wall = readCoarse(monotonic: false)
+                guard readCoarse(monotonic: true) == before else { continue }
+                let offset = wall &- before
+                knownCoarseOffset.store(offset, ordering: .relaxed)
+                // The precise check starts from the same offset, should it be needed.
+                let seconds = Self.offsetSeconds(offset)
+                lock.withLock {
+                    self.offset = seconds
+                    knownOffsetBits.store(seconds.bitPattern, ordering: .relaxed)
                 }
-                previous = offset
+                return (offset, before)
             }
             return nil
         }
@@ -249,7 +288,7 @@ package final class _WallClockMapping: @unchecked Sendable {  // `offset` is pro
     package func monotonicTime(ofPast date: Date) -> UInt64 {
         #if os(Linux)
             if wallClock == nil, let coarse = coarseOffset() {
-                return Self.monotonicTime(of: date, offset: coarse.offset)
+                return Self.monotonicTime(of: date, offset: Self.offsetSeconds(coarse.offset))
             }
         #endif
         let wall = wallSeconds()
