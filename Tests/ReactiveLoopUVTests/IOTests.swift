@@ -187,6 +187,32 @@ struct UDPTests {
         }
     }
 
+    @Test func aQuietSocketOffersFewSlotsPerReadAndABurstDoublesThem() throws {
+        try withLoop { loop in
+            let server = try UDPSocket(
+                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 1 << 20)
+            let port = server.localAddress.port
+            let recorder = Recorder<Datagram, UVError>()
+            server.datagrams.start(recorder.observer(loop))
+            #expect(onLoop(loop) { server.offeredSlots } == 20)
+            // One at a time: each read fills one slot, and the next offers two.
+            for index in 0..<3 {
+                sendRawDatagrams(to: port, count: 1)
+                #expect(eventually { recorder.values.value.count == index + 1 })
+                #expect(onLoop(loop) { server.offeredSlots } == 2)
+            }
+            // 70 waiting at once: reads of 2, 4, 8, 16 and 20 fill their slots (libuv stops a
+            // wake-up after 32 datagrams), then 20 more, and the socket offers 20 again.
+            let held = DispatchSemaphore(value: 0)
+            loop.execute { held.wait() }
+            sendRawDatagrams(to: port, count: 70)
+            held.signal()
+            #expect(eventually { recorder.values.value.count == 73 })
+            #expect(recorder.values.value.allSatisfy { $0.bytes.description == "x" })
+            #expect(onLoop(loop) { server.offeredSlots } == 20)
+        }
+    }
+
     @Test func theReceiveBufferIsReusedOnceNoDatagramViewsIt() throws {
         try withLoop { loop in
             let socket = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
