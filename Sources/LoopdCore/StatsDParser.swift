@@ -403,15 +403,15 @@ public struct StatsDParser: ~Copyable {
         }
     }
 
+    /// `loop` as the little-endian `UInt32` of its four bytes.
+    private static let loopLowered = UInt32(littleEndian: 0x706F_6F6C)
+
     /// Whether a name is one that an output would show as one of loopd's own (`loopd.*` in
     /// JSON and Graphite, `loopd_*` in Prometheus): after any leading dots (Graphite drops
     /// them), `loopd` in any case, alone or then a byte that the outputs' cleaning turns into a
     /// separator: not a lower-case letter or a digit, and not an upper-case letter after an
     /// upper-case `D` (`loopd`, `loopd.x`, `loopd_x`, `LOOPD-x`, `loopdX`; not `loopdx`,
     /// `LOOPDX`).
-    /// `loop` as the little-endian `UInt32` of its four bytes.
-    private static let loopLowered = UInt32(littleEndian: 0x706F_6F6C)
-
     static func isReserved(_ line: UnsafeRawBufferPointer, nameEnd: Int) -> Bool {
         var start = 0
         while start < nameEnd && line[start] == UInt8(ascii: ".") { start += 1 }

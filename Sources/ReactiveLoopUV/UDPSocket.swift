@@ -21,8 +21,9 @@ public struct Datagram: Sendable {
 ///
 /// Receiving reads datagrams in batches with `recvmmsg(2)` (libuv's `UV_UDP_RECVMMSG`), up to 20
 /// per system call, into one buffer that the datagrams' bytes view without a copy. A call offers
-/// one slot more than the last batch filled, and twice as many while batches fill them all, so
-/// that a quiet socket's reads prepare few message headers and a busy one's take 20 at a time. Reading
+/// all 20 slots after a batch that filled every slot, else one more than the last batch filled
+/// (and at least 4), so that a quiet socket's reads prepare few message headers and a busy
+/// one's take 20 at a time. Reading
 /// starts when `datagrams` is started and stops when its run is disposed; meanwhile datagrams
 /// wait in the socket's receive buffer (and the kernel drops what overflows it).
 ///
@@ -43,10 +44,11 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     private let reader = _SingleReader<Datagram>()
     // Confined to the loop thread; no access is held across a call out of the class.
     @exclusivity(unchecked) private var buffer: _ReceiveBuffer
-    // Slots offered to the next `recvmmsg` (loop thread): one more than the last batch filled,
-    // or twice as many (up to `batch`) when it filled them all. libuv prepares a message header
-    // for every slot it is offered, at every call, and on a quiet socket a wake-up's calls
-    // return one datagram, then none: offering all 20 cost about 800 instructions a wake-up.
+    // Slots offered to the next `recvmmsg` (loop thread): all of them (`batch`) after a batch
+    // that filled every slot, else one more than the last batch filled, and at least
+    // `fewestSlots`. libuv prepares a message header for every slot it is offered, at every
+    // call, and on a quiet socket a wake-up's calls return one datagram, then none: offering
+    // all 20 cost about 800 instructions a wake-up.
     @exclusivity(unchecked) private(set) var offeredSlots = UDPSocket.batch
     // Datagrams the current batch has delivered so far (loop thread).
     @exclusivity(unchecked) private var filledSlots = 0
@@ -55,6 +57,9 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     static let slot = 64 * 1024
     /// Datagrams per `recvmmsg` call: libuv's largest batch.
     static let batch = 20
+    /// The fewest slots a `recvmmsg` call is offered: a burst after a quiet spell then takes
+    /// one short call before the full batches.
+    static let fewestSlots = 4
 
     /// Creates a socket bound to `address` on `loop`.
     ///
@@ -200,6 +205,8 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     func handleWillClose(interrupted: Bool) { reader.finish(interrupted: interrupted) }
 
     private func startReceiving() -> UVError? {
+        // A run stopped mid-batch never saw the batch's end.
+        filledSlots = 0
         let status = uv_udp_recv_start(
             udp,
             { handle, _, buf in
@@ -223,15 +230,15 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
             if handle != nil { uv_udp_recv_stop(udp) }
             return reader.fail(UVError(code: Int32(count), operation: "UDPSocket.datagrams (recv)"))
         }
-        // No address: the end of a batch (or nothing to read); the buffer is free again.
-        guard let address, let sender = SocketAddress(address), let storage = buffer.current else {
-            if flags & UInt32(UV_UDP_MMSG_FREE.rawValue) != 0 {
-                offeredSlots = filledSlots >= offeredSlots ? Swift.min(2 * offeredSlots, Self.batch) : filledSlots + 1
-                filledSlots = 0
-            }
-            return
+        if flags & UInt32(UV_UDP_MMSG_CHUNK.rawValue) != 0 {
+            filledSlots += 1
+        } else if flags & UInt32(UV_UDP_MMSG_FREE.rawValue) != 0 {
+            // The end of a batch: size the next call's offer.
+            offeredSlots = filledSlots >= offeredSlots ? Self.batch : Swift.max(filledSlots + 1, Self.fewestSlots)
+            filledSlots = 0
         }
-        filledSlots += 1
+        // No address: the end of a batch (or nothing to read); the buffer is free again.
+        guard let address, let sender = SocketAddress(address), let storage = buffer.current else { return }
         let offset = UnsafeMutableRawPointer(buf.base!) - storage.base
         let bytes = ReceivedBytes(storage: storage, range: offset..<(offset + count))
         let truncated = flags & UInt32(UV_UDP_PARTIAL.rawValue) != 0

@@ -26,6 +26,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: count)
     checkYAML(bytes)
     checkFrames(bytes)
+    checkSeparatorMasks(bytes)
     let before = ingest.counts
     // The first byte picks the path: a datagram, or lines one by one (as TCP delivers them).
     if let first = bytes.first, first & 1 == 1 {
@@ -93,4 +94,45 @@ func checkFrames(_ bytes: UnsafeRawBufferPointer) {
     let whole = frames(bytes.count)
     let cut = frames(bytes.count / 3)
     precondition(whole.0 == cut.0 && whole.1 == cut.1, "frames depend on where the bytes are cut")
+}
+
+// Two parsers, one finding separators through its bit masks (lines of 8 to 64 ASCII bytes), one
+// searching byte by byte: every line must parse the same either way.
+var masked = StatsDParser(maxLineLength: 1024)
+var searched: StatsDParser = {
+    var parser = StatsDParser(maxLineLength: 1024)
+    parser.usesSeparatorMasks = false
+    return parser
+}()
+
+/// What a parse gave: the error, or everything the line records.
+struct Parsed: Equatable {
+    var error: LineError?
+    var kind = MetricKind.counter
+    var sampleRate = 0.0
+    var values: [Double] = []
+    var isDelta: [Bool] = []
+    var members: [UInt64] = []
+    var key: [UInt8] = []
+    var keyHash: UInt64 = 0
+    var hasTimestamp = false
+
+    init(_ parser: inout StatsDParser, _ line: UnsafeRawBufferPointer) {
+        error = parser.parse(line)
+        guard error == nil else { return }
+        (kind, sampleRate, values, isDelta, members) = (
+            parser.kind, parser.sampleRate, parser.values, parser.isDelta, parser.members
+        )
+        (key, keyHash, hasTimestamp) = (parser.withKey { Array($0) }, parser.keyHash, parser.hasTimestamp)
+    }
+}
+
+func checkSeparatorMasks(_ bytes: UnsafeRawBufferPointer) {
+    var start = bytes.startIndex
+    while start < bytes.endIndex {
+        let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
+        let line = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+        precondition(Parsed(&masked, line) == Parsed(&searched, line), "the separator masks parse differently")
+        start = end + 1
+    }
 }

@@ -291,7 +291,7 @@ struct StatsDParserTests {
         var searched = StatsDParser(maxLineLength: 256)
         searched.usesSeparatorMasks = false
         var random = SplitMix64(state: 23)
-        let alphabet = Array(":|,@#cgmsdhT.x1-+e0".utf8) + Array("é".utf8) + [0x80, 0xFF]
+        let alphabet = Array(":|,@#cgmsdhT.x1-+e0lopLOD".utf8) + Array("é".utf8) + [0x80, 0xFF]
         let fields = ["", "|@0.5", "|#a:b,c", "|#z,a:1|@0.1", "|T1700000000", "|c:abc", "|#", "|@"]
         let types = ["c", "g", "ms", "h", "d", "s", "x", ""]
         var parsed = 0
@@ -302,7 +302,9 @@ struct StatsDParserTests {
                 line = (0..<Int.random(in: 1...80, using: &random)).map { _ in alphabet.randomElement(using: &random)! }
             } else {
                 // A line of the right shape, with a byte or two changed.
-                let name = String(repeating: "n", count: Int.random(in: 1...50, using: &random))
+                let name =
+                    ["", "loopd", "LOOPD.", ".loop", "Loop"].randomElement(using: &random)!
+                    + String(repeating: "n", count: Int.random(in: 1...50, using: &random))
                 let values = (0..<Int.random(in: 1...3, using: &random)).map { _ in
                     String(Int.random(in: -5...500, using: &random))
                 }

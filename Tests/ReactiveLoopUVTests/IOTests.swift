@@ -187,7 +187,7 @@ struct UDPTests {
         }
     }
 
-    @Test func aQuietSocketOffersFewSlotsPerReadAndABurstDoublesThem() throws {
+    @Test func aQuietSocketOffersFewSlotsPerReadAndABurstAllOfThem() throws {
         try withLoop { loop in
             let server = try UDPSocket(
                 boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 1 << 20)
@@ -195,20 +195,29 @@ struct UDPTests {
             let recorder = Recorder<Datagram, UVError>()
             server.datagrams.start(recorder.observer(loop))
             #expect(onLoop(loop) { server.offeredSlots } == 20)
-            // One at a time: each read fills one slot, and the next offers two.
+            // One at a time: each read fills one slot, and the next offers the fewest, 4.
             for index in 0..<3 {
                 sendRawDatagrams(to: port, count: 1)
                 #expect(eventually { recorder.values.value.count == index + 1 })
-                #expect(onLoop(loop) { server.offeredSlots } == 2)
+                #expect(onLoop(loop) { server.offeredSlots } == 4)
             }
-            // 70 waiting at once: reads of 2, 4, 8, 16 and 20 fill their slots (libuv stops a
-            // wake-up after 32 datagrams), then 20 more, and the socket offers 20 again.
+            // 64 waiting at once, the loop held until all are sent: a read of 4 fills its
+            // slots, then reads of 20 (libuv ends a wake-up after 32 datagrams, so 44, then 20).
+            let holding = DispatchSemaphore(value: 0)
             let held = DispatchSemaphore(value: 0)
-            loop.execute { held.wait() }
-            sendRawDatagrams(to: port, count: 70)
+            loop.execute {
+                holding.signal()
+                held.wait()
+            }
+            holding.wait()
+            sendRawDatagrams(to: port, count: 64)
             held.signal()
-            #expect(eventually { recorder.values.value.count == 73 })
-            #expect(recorder.values.value.allSatisfy { $0.bytes.description == "x" })
+            #expect(eventually { recorder.values.value.count == 67 })
+            let burst = recorder.values.value.dropFirst(3)
+            // Each read's datagrams sit in its buffer's slots from the first, 64 KiB apart.
+            let slots = burst.map { $0.bytes.startIndex / UDPSocket.slot }
+            #expect(slots == Array(0..<4) + Array(0..<20) + Array(0..<20) + Array(0..<20), "\(slots)")
+            #expect(burst.allSatisfy { $0.bytes.description == "x" })
             #expect(onLoop(loop) { server.offeredSlots } == 20)
         }
     }
