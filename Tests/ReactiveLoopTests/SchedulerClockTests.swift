@@ -265,6 +265,21 @@ struct WallClockMappingTests {
             }
         }
 
+        @Test func whileTheOffsetHoldsADateTakesTwoCoarseReads() {
+            let clocks = ScriptedCoarseClocks()
+            let mapping = _WallClockMapping(coarseClock: { clocks.read(monotonic: $0) })
+            _ = mapping.deadline(for: Date().addingTimeInterval(5), "test")
+            let before = clocks.readings.load(ordering: .relaxed)
+            for _ in 0..<1_000 {
+                _ = mapping.deadline(for: Date().addingTimeInterval(5), "test")
+                _ = mapping.monotonicTime(ofPast: Date().addingTimeInterval(-1))
+            }
+            // Two each; a timekeeping update falling between two reads now and then adds three.
+            // (Settling every time would take at least five.)
+            let readings = clocks.readings.load(ordering: .relaxed) - before
+            #expect(readings >= 4_000 && readings < 5_000, "\(readings) reads for 2,000 mappings")
+        }
+
         @Test func aTimekeepingUpdateBetweenTheReadsIsNotTakenForAStep() {
             let clocks = ScriptedCoarseClocks()
             let mapping = _WallClockMapping(coarseClock: { clocks.read(monotonic: $0) })
