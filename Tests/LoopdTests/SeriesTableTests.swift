@@ -194,4 +194,40 @@ struct SeriesTableTests {
         #expect(SeriesTable.keyStoreLimit / longestKey >= Int(Int32.max))
         #expect(SeriesTable.keyStoreLimit > Int(UInt32.max))
     }
+
+    @Test func aDatagramIsSplitIntoTheLinesItsNewlinesEnd() {
+        // Datagrams at random, against a split made here, line by line.
+        var random = SplitMix64(state: 11)
+        let pieces = ["a:1|c", "b:2|g", "", "\r", "t:3|ms", "x", "é:1|c", "loopd:1|c", "c:1|c|#k:v", ":", "|"]
+        for _ in 0..<2_000 {
+            var bytes: [UInt8] = []
+            while bytes.count < Int.random(in: 0...200, using: &random) {
+                bytes += Array(pieces.randomElement(using: &random)!.utf8)
+                if Bool.random(using: &random) { bytes.append(UInt8(ascii: "\n")) }
+            }
+            let truncated = Bool.random(using: &random)
+            let split = Ingest(maxLineLength: 1024, maxSeries: 100)
+            let byLine = Ingest(maxLineLength: 1024, maxSeries: 100)
+            var rejectedBySplit: [String] = []
+            var rejectedByLine: [String] = []
+            split.onBadLine = { error, line in rejectedBySplit.append("\(error) \(Array(line))") }
+            byLine.onBadLine = { error, line in rejectedByLine.append("\(error) \(Array(line))") }
+            feed(split, bytes: bytes, truncated: truncated)
+            bytes.withUnsafeBytes { datagram in
+                var start = 0
+                for (index, byte) in datagram.enumerated() where byte == UInt8(ascii: "\n") {
+                    byLine.ingest(line: UnsafeRawBufferPointer(rebasing: datagram[start..<index]))
+                    start = index + 1
+                }
+                guard start < datagram.count else { return }
+                let last = UnsafeRawBufferPointer(rebasing: datagram[start...])
+                if truncated { byLine.reject(.tooLong, last) } else { byLine.ingest(line: last) }
+            }
+            #expect(split.counts.lines == byLine.counts.lines, "\(bytes)")
+            #expect(split.counts.badLines == byLine.counts.badLines, "\(bytes)")
+            #expect(rejectedBySplit == rejectedByLine, "\(bytes)")
+            #expect(split.table.count == byLine.table.count, "\(bytes)")
+            #expect((0..<split.table.count).allSatisfy { split.table.key($0) == byLine.table.key($0) }, "\(bytes)")
+        }
+    }
 }
