@@ -332,6 +332,42 @@ struct QueueSchedulerTests {
         #expect(seconds < 4, "took \(seconds) s")
     }
 
+    /// `schedule(_:)` hands Dispatch its action object with `dispatch_async_f` (no block per
+    /// action) on every kind of queue; the queue releases the object once it ran, so neither
+    /// the action nor what it captures outlives the queue's turn, run or disposed.
+    @Test func immediateActionsGoThroughDispatchWithoutBlocksAndAreReleasedAfterTheyRun() {
+        let target = DispatchQueue(label: "target")
+        for scheduler in [
+            QueueScheduler(name: "own"), QueueScheduler(queue: DispatchQueue(label: "given")),
+            QueueScheduler(name: "targeting", targeting: target), QueueScheduler.main,
+        ] {
+            #expect(scheduler.queuesWithoutBlocks, "\(scheduler.queue.label)")
+        }
+        let scheduler = QueueScheduler(name: "order")
+        let order = Box<[Int]>([])
+        weak var weakRan: Tracked?
+        weak var weakDisposed: Tracked?
+        let gate = DispatchSemaphore(value: 0)
+        scheduler.schedule { gate.wait() }
+        do {
+            let ran = Tracked()
+            let disposed = Tracked()
+            (weakRan, weakDisposed) = (ran, disposed)
+            for index in 0..<1_000 { scheduler.schedule { order.modify { $0.append(index) } } }
+            scheduler.schedule { _ = ran }
+            scheduler.schedule {
+                _ = disposed
+                order.modify { $0.append(-1) }
+            }?.dispose()
+        }
+        #expect(weakRan != nil && weakDisposed != nil)
+        gate.signal()
+        scheduler.queue.sync {}
+        #expect(order.value == Array(0..<1_000))
+        #expect(weakRan == nil)
+        #expect(weakDisposed == nil)
+    }
+
     /// Regression: a disposed timed action stayed queued, with what it captured, until its
     /// deadline.
     @Test func disposedTimedActionIsReleasedAtOnce() {

@@ -1,4 +1,7 @@
 import Dispatch
+#if canImport(CDispatch)
+    import CDispatch
+#endif
 #if canImport(FoundationEssentials)
     import Dispatch
     import FoundationEssentials
@@ -23,6 +26,10 @@ public final class QueueScheduler: DateScheduler {
     /// The queue actions run on.
     public let queue: DispatchQueue
 
+    /// The C queue behind `queue`, when it can be found: `schedule(_:)` then hands Dispatch the
+    /// scheduled action itself as the context of `dispatch_async_f`, where `queue.async` copies
+    /// a block (an allocation and a call more per action).
+    private let handle: OpaquePointer?
     private let clock: _WallClockMapping
     private let timers: _DeadlineQueue
     private let lock = _Lock.make()
@@ -54,6 +61,7 @@ public final class QueueScheduler: DateScheduler {
     @_spi(Testing)
     public init(queue: DispatchQueue, name: String, wallClock: (@Sendable () -> Date)?) {
         self.queue = queue
+        self.handle = _dispatchHandle(of: queue)
         self.clock = _WallClockMapping(wallClock: wallClock)
         self.timers = _DeadlineQueue(queue: queue)
     }
@@ -62,9 +70,22 @@ public final class QueueScheduler: DateScheduler {
     @discardableResult
     public func schedule(_ action: @escaping () -> Void) -> (any Disposable)? {
         let scheduled = _ScheduledAction(action)
+        #if canImport(CDispatch)
+            if let handle {
+                // The queue owns one reference until the action has run.
+                dispatch_async_f(handle, Unmanaged.passRetained(scheduled).toOpaque()) { context in
+                    Unmanaged<_ScheduledAction>.fromOpaque(context!).takeRetainedValue().run()
+                }
+                return scheduled
+            }
+        #endif
         queue.async { scheduled.run() }
         return scheduled
     }
+
+    /// Whether `schedule(_:)` queues its actions with `dispatch_async_f` (false: `queue.async`).
+    @_spi(Testing)
+    public var queuesWithoutBlocks: Bool { handle != nil }
 
     /// Runs `action` on the queue at `date`; the delay is fixed now, on the monotonic clock.
     ///
@@ -128,6 +149,18 @@ public final class QueueScheduler: DateScheduler {
 }
 
 extension QueueScheduler: @unchecked Sendable {}  // `repeating` is protected by `lock`; the rest is immutable.
+
+/// The `dispatch_queue_t` that `queue` wraps, read once by reflection: Dispatch's Swift overlay
+/// on Linux keeps it in a stored property and offers no public accessor. Nil where the overlay
+/// is not laid out that way (or has no C module), so that the caller falls back to `async`.
+private func _dispatchHandle(of queue: DispatchQueue) -> OpaquePointer? {
+    #if canImport(CDispatch)
+        for child in Mirror(reflecting: queue).children where child.label == "__wrapped" {
+            return child.value as? OpaquePointer
+        }
+    #endif
+    return nil
+}
 
 /// An action queued on a `DispatchQueue`, and the disposable that cancels it: one object per
 /// action, so that the closure handed to Dispatch captures a single reference.
