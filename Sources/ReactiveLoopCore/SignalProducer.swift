@@ -228,22 +228,40 @@ extension _RunLifetime: @unchecked Sendable {}  // The flag is atomic; the lifet
 /// the producer's events and the observer, in one object.
 ///
 /// The events of a run are serial (a start handler's observer goes through a serializing sink,
-/// and operators forward serially), so `observer` needs no lock. The terminal event ends the
-/// lifetime right after it is delivered; disposing ends it without an event (the producer
-/// observes its lifetime to send `interrupted`).
+/// and operators forward serially), so the receiving closures need no lock. The terminal event
+/// ends the lifetime right after it is delivered; disposing ends it without an event (the
+/// producer observes its lifetime to send `interrupted`).
 ///
-/// The run lets go of its observer once the terminal event is delivered, so a disposable kept
-/// after the run ended does not keep the observer, or what its closures capture, alive.
+/// The run receives with closures, not an observer: `startWithValues` and the other
+/// convenience starts hand it the caller's closures with no observer object around them. It
+/// lets go of them once the terminal event is delivered, so a disposable kept after the run
+/// ended does not keep them, or what they capture, alive.
 @usableFromInline
 final class _ProducerRun<Value, Error: Swift.Error>: _RunLifetime {
-    // Confined to the run's serial delivery. `nil` once the terminal event was delivered.
-    @usableFromInline @exclusivity(unchecked) var observer: Signal<Value, Error>.Observer?
+    // Confined to the run's serial delivery. `events` receives every event that `values` does
+    // not; both are `nil` once the terminal event was delivered.
+    @usableFromInline @exclusivity(unchecked) var events: ((Signal<Value, Error>.Event) -> Void)?
+    @usableFromInline @exclusivity(unchecked) var values: ((Value) -> Void)?
 
+    /// A run that delivers values to `values` and every other event to `events`.
     @inlinable
-    init(_ observer: Signal<Value, Error>.Observer) {
-        self.observer = observer
+    init(values: ((Value) -> Void)?, events: @escaping (Signal<Value, Error>.Event) -> Void) {
+        self.events = events
+        self.values = values
         super.init()
     }
+
+    /// A run that delivers to `observer`: to its closures themselves when it has a value
+    /// shortcut and is not a signal's input (whose release must follow the run's end).
+    @inlinable
+    convenience init(_ observer: Signal<Value, Error>.Observer) {
+        if observer.core == nil, let valueAction = observer.valueAction {
+            self.init(values: valueAction, events: observer.action)
+        } else {
+            self.init(values: nil, events: { [observer] event in observer.send(event) })
+        }
+    }
+
     /// Runs `producer` as this run: its events go through `receive(_:)`, its lifetime is this.
     @inlinable
     func begin(_ producer: SignalProducer<Value, Error>) {
@@ -253,20 +271,28 @@ final class _ProducerRun<Value, Error: Swift.Error>: _RunLifetime {
             self)
     }
 
-    /// Delivers one event of the run; after a terminal event, ends the lifetime and ignores
-    /// anything else.
     /// Delivers one value of the run, unless it has terminated.
     @inlinable
     func receive(_ value: Value) {
-        observer?.send(value: value)
+        if let values {
+            values(value)
+        } else if let events {
+            events(.value(value))
+        }
     }
 
+    /// Delivers one event of the run; after a terminal event, ends the lifetime and ignores
+    /// anything else.
     @inlinable
     func receive(_ event: Signal<Value, Error>.Event) {
-        guard let observer else { return }
-        guard _slowPath(event.isTerminating) else { return observer.send(event) }
-        self.observer = nil
-        observer.send(event)
+        guard let events else { return }
+        guard _slowPath(event.isTerminating) else {
+            if let values, case let .value(value) = event { return values(value) }
+            return events(event)
+        }
+        self.events = nil
+        self.values = nil
+        events(event)
         _end()
     }
 }
@@ -293,7 +319,20 @@ extension SignalProducer {
     func _start(
         _ observer: Signal<Value, Error>.Observer, beforeRun: (any Disposable) -> Void
     ) -> any Disposable {
-        let run = _ProducerRun(observer)
+        _start(_ProducerRun(observer), beforeRun: beforeRun)
+    }
+
+    /// Starts a run that delivers values to `values` (when given) and every other event to
+    /// `events`: a convenience start's closures, with no observer object.
+    @inlinable
+    func _start(
+        values: ((Value) -> Void)? = nil, events: @escaping (Signal<Value, Error>.Event) -> Void
+    ) -> any Disposable {
+        _start(_ProducerRun(values: values, events: events)) { _ in }
+    }
+
+    @inlinable
+    func _start(_ run: _ProducerRun<Value, Error>, beforeRun: (any Disposable) -> Void) -> any Disposable {
         beforeRun(run)
         run.begin(self)
         return run
@@ -303,44 +342,49 @@ extension SignalProducer {
     @discardableResult
     @inlinable
     public func start(_ action: @escaping Signal<Value, Error>.Observer.Action) -> any Disposable {
-        start(Signal.Observer(action))
+        _start(events: action)
     }
 
     /// Starts a run, receiving values as `.success` and a failure as `.failure`.
     @discardableResult
     @inlinable
     public func startWithResult(_ action: @escaping (Result<Value, Error>) -> Void) -> any Disposable {
-        // One closure for every kind of event: a start makes the observer and one closure
-        // context, where an observer of one closure per kind makes four objects.
-        start(
-            Signal.Observer { event in
-                switch event {
-                case let .value(value): action(.success(value))
-                case let .failed(error): action(.failure(error))
-                case .completed, .interrupted: break
-                }
-            })
+        // One closure for every kind of event, and no observer object: a start makes one
+        // closure context, where an observer of one closure per kind makes five objects.
+        _start { event in
+            switch event {
+            case let .value(value): action(.success(value))
+            case let .failed(error): action(.failure(error))
+            case .completed, .interrupted: break
+            }
+        }
     }
 
     /// Starts a run, receiving the `completed` event only.
     @discardableResult
     @inlinable
     public func startWithCompleted(_ action: @escaping () -> Void) -> any Disposable {
-        start(Signal.Observer(completed: action))
+        _start { event in
+            if case .completed = event { action() }
+        }
     }
 
     /// Starts a run, receiving the `failed` event only.
     @discardableResult
     @inlinable
     public func startWithFailed(_ action: @escaping (Error) -> Void) -> any Disposable {
-        start(Signal.Observer(failed: action))
+        _start { event in
+            if case let .failed(error) = event { action(error) }
+        }
     }
 
     /// Starts a run, receiving the `interrupted` event only.
     @discardableResult
     @inlinable
     public func startWithInterrupted(_ action: @escaping () -> Void) -> any Disposable {
-        start(Signal.Observer(interrupted: action))
+        _start { event in
+            if case .interrupted = event { action() }
+        }
     }
 
     /// Creates the signal of a run and hands it to `setup` before the run starts, so that
@@ -449,7 +493,7 @@ extension SignalProducer where Error == Never {
     @discardableResult
     @inlinable
     public func startWithValues(_ action: @escaping (Value) -> Void) -> any Disposable {
-        start(Signal.Observer(values: action))
+        _start(values: action) { _ in }
     }
 }
 

@@ -85,6 +85,33 @@ struct LeakTests {
         #expect(resources.value)
     }
 
+    /// The disposable of a run that ended is kept: the run must still let go of the closures
+    /// (or observer) it was started with, whichever way it was started.
+    @Test func everyStartReleasesWhatItWasGivenWhenTheRunEndsThoughItsDisposableIsKept() {
+        let producer = SignalProducer<Int, TestError>(value: 1)
+        let starts: [(Tracked) -> any Disposable] = [
+            { tracked in producer.start { _ in _ = tracked } },
+            { tracked in producer.start(Signal.Observer(value: { _ in _ = tracked })) },
+            { tracked in producer.start(Signal.Observer({ _ in _ = tracked })) },
+            { tracked in producer.startWithResult { _ in _ = tracked } },
+            { tracked in producer.startWithCompleted { _ = tracked } },
+            { tracked in producer.startWithFailed { _ in _ = tracked } },
+            { tracked in producer.startWithInterrupted { _ = tracked } },
+            { tracked in producer.flatMapError { _ in .empty }.startWithValues { _ in _ = tracked } },
+        ]
+        for (index, start) in starts.enumerated() {
+            weak var weakTracked: Tracked?
+            var disposable: (any Disposable)?
+            do {
+                let tracked = Tracked()
+                weakTracked = tracked
+                disposable = start(tracked)
+            }
+            #expect(weakTracked == nil, "start \(index)")
+            #expect(disposable != nil)
+        }
+    }
+
     @Test func flattenReleasesInnerRunsWhenTheOuterIsInterrupted() {
         let innerEnded = Box(0)
         let (outer, outerInput) = Signal<SignalProducer<Int, Never>, Never>.pipe()

@@ -156,6 +156,53 @@ struct SignalProducerTests {
         #expect(actions == [.value(8), .completed])
     }
 
+    /// Each convenience start sees only its kind of event, and nothing after the run's
+    /// terminal event, even from a producer that keeps sending.
+    @Test func startVariantsSeeOnlyTheirEventsAndNothingAfterTheTerminalOne() {
+        let completing = SignalProducer<Int, TestError>._synchronous { observer, _ in
+            observer.send(value: 1)
+            observer.sendCompleted()
+            observer.send(value: 2)
+            observer.send(error: TestError(code: 9))
+            observer.sendInterrupted()
+        }
+        let failing = SignalProducer<Int, TestError>._synchronous { observer, _ in
+            observer.send(value: 1)
+            observer.send(error: TestError(code: 5))
+            observer.send(value: 2)
+            observer.sendCompleted()
+        }
+        let failure = TestError(code: 5)
+        for (producer, fails) in [(completing, false), (failing, true)] {
+            var results: [Result<Int, TestError>] = []
+            producer.startWithResult { results.append($0) }
+            var completed = 0
+            producer.startWithCompleted { completed += 1 }
+            var failed: [TestError] = []
+            producer.startWithFailed { failed.append($0) }
+            var interrupted = 0
+            producer.startWithInterrupted { interrupted += 1 }
+            var events: [Signal<Int, TestError>.Event] = []
+            producer.start { events.append($0) }
+            var observed: [Signal<Int, TestError>.Event] = []
+            producer.start(
+                Signal.Observer(value: { observed.append(.value($0)) }, failed: { observed.append(.failed($0)) }))
+            #expect(results == (fails ? [.success(1), .failure(failure)] : [.success(1)]))
+            #expect(completed == (fails ? 0 : 1))
+            #expect(failed == (fails ? [failure] : []))
+            #expect(interrupted == 0)
+            #expect(events == [.value(1), fails ? .failed(failure) : .completed])
+            #expect(observed == (fails ? [.value(1), .failed(failure)] : [.value(1)]))
+        }
+        var values: [Int] = []
+        SignalProducer<Int, Never>._synchronous { observer, _ in
+            observer.send(value: 1)
+            observer.sendCompleted()
+            observer.send(value: 2)
+        }.startWithValues { values.append($0) }
+        #expect(values == [1])
+    }
+
     @Test func startWithSignalLetsObserversAttachBeforeTheRunStarts() {
         let recorder = Recorder<Int, Never>()
         let result = SignalProducer<Int, Never>([1, 2]).startWithSignal { signal, _ -> String in
