@@ -17,13 +17,11 @@ extension ActionError: @unchecked Sendable {}  // Errors are handed between thre
 /// executing, and fails with `ActionError.disabled` otherwise. Every execution's events are also
 /// sent to `events`, `values`, `errors` and `completed`.
 public final class Action<Input, Output, Error: Swift.Error> {
-    /// Makes an execution's producer from the state's value (a `_ActionValue<State.Value>`).
-    @usableFromInline let execute: (AnyObject, Input) -> SignalProducer<Output, Error>
-    @usableFromInline let state: MutableProperty<_ActionState>
+    /// What an apply's run needs, which the run holds strongly: the action itself is not kept
+    /// alive by its producers.
+    @usableFromInline let core: _ActionCore<Input, Output, Error>
     /// The property the action was created with: the action keeps it alive, as in ReactiveSwift.
     private let userState: AnyObject
-    @usableFromInline let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
-    @usableFromInline let disabledErrorsInput: Signal<(), Never>.Observer
     /// `isExecuting` and `isEnabled`, made the first time either is asked for: until then a
     /// change of the state updates nothing else.
     private let derived = AtomicLazyReference<_ActionDerivedState>()
@@ -61,21 +59,26 @@ public final class Action<Input, Output, Error: Swift.Error> {
         state: State, enabledIf isEnabled: @escaping (State.Value) -> Bool,
         execute: @escaping (State.Value, Input) -> SignalProducer<Output, Error>
     ) {
-        // The state's value is always boxed as `_ActionValue<State.Value>`: no dynamic cast.
-        self.execute = { value, input in
-            execute(unsafeDowncast(value, to: _ActionValue<State.Value>.self).value, input)
-        }
         self.userState = state
         lifetime = Lifetime(_target: nil)  // Ended by this object's deinit: no token needed.
         let initial = state.value
-        self.state = MutableProperty(_ActionState(isUserEnabled: isEnabled(initial), value: _ActionValue(initial)))
-        (events, eventsInput) = Signal.pipe()
-        (disabledErrors, disabledErrorsInput) = Signal.pipe()
+        let (events, eventsInput) = Signal<Signal<Output, Error>.Event, Never>.pipe()
+        let (disabledErrors, disabledErrorsInput) = Signal<(), Never>.pipe()
+        core = _ActionCore(
+            // The state's value is always boxed as `_ActionValue<State.Value>`: no dynamic cast.
+            execute: { value, input in
+                execute(unsafeDowncast(value, to: _ActionValue<State.Value>.self).value, input)
+            },
+            state: _PropertyStorage(_ActionState(isUserEnabled: isEnabled(initial), value: _ActionValue(initial))),
+            events: eventsInput, disabledErrors: disabledErrorsInput)
+        self.events = events
+        self.disabledErrors = disabledErrors
         values = events.compactMap { $0.value }
         errors = events.compactMap { $0.error }
         completed = events.compactMap { $0.isCompleted ? () : nil }
-        state.signal.take(during: lifetime).observeValues { [weak storage = self.state] value in
-            storage?.modify { state in
+        // Held strongly: the observation ends with the action's lifetime.
+        state.signal.take(during: lifetime).observeValues { [storage = core.state] value in
+            storage.modify { state in
                 state.value = _ActionValue(value)
                 state.isUserEnabled = isEnabled(value)
             }
@@ -121,8 +124,9 @@ public final class Action<Input, Output, Error: Swift.Error> {
     deinit {
         derived.load()?.complete()
         lifetime._end()
-        eventsInput.sendCompleted()
-        disabledErrorsInput.sendCompleted()
+        core.state.modify { $0.isActionGone = true }
+        core.eventsInput.sendCompleted()
+        core.disabledErrorsInput.sendCompleted()
     }
 
     /// A producer that, when started, runs one execution with `input`.
@@ -136,34 +140,7 @@ public final class Action<Input, Output, Error: Swift.Error> {
     public func apply(_ input: Input) -> SignalProducer<Output, ActionError<Error>> {
         // The run is the execution's run: its events are serial, as every producer's are, and
         // it ends with the same lifetime, so the apply needs no serializing sink of its own.
-        SignalProducer(.run) { [weak self] observer, lifetime in
-            guard let self else { return observer.send(error: .disabled) }
-            self._execute(input, observer, lifetime)
-        }
-    }
-
-    /// Starts one execution for a run of `apply(input)`, or fails the run if the action is
-    /// disabled or executing.
-    @inlinable
-    func _execute(
-        _ input: Input, _ observer: Signal<Output, ActionError<Error>>.Observer, _ lifetime: Lifetime
-    ) {
-        let value: AnyObject? = state.modify { state in
-            guard state.isEnabled else { return nil }
-            state.isExecuting = true
-            return state.value
-        }
-        guard let value else {
-            observer.send(error: .disabled)
-            disabledErrorsInput.send(value: ())
-            return
-        }
-        let execution = _ActionExecution(observer, events: eventsInput, state: state)
-        execute(value, input)._run(
-            Signal<Output, Error>.Observer(
-                { [execution] event in execution.receive(event) },
-                values: { [execution] value in execution.receive(value) }),
-            lifetime)
+        SignalProducer(.run) { [core] observer, lifetime in core.execute(input, observer, lifetime) }
     }
 
     /// `isExecuting` and `isEnabled`, made on first use from the state's current value.
@@ -173,12 +150,13 @@ public final class Action<Input, Output, Error: Swift.Error> {
     /// observer.
     private var derivedState: _ActionDerivedState {
         if let made = derived.load() { return made }
-        let core = state.storage.core
-        let owned = core.beginExclusive()
-        defer { core.endExclusive(delivering: nil, owned: owned) }
+        let state = core.state
+        let owned = state.core.beginExclusive()
+        defer { state.core.endExclusive(delivering: nil, owned: owned) }
         if let made = derived.load() { return made }
-        let made = _ActionDerivedState(state.storage.value)
-        _ = core.observe(Signal.Observer(values: { [made] state in made.update(state) }), ifTerminated: .completed)
+        let made = _ActionDerivedState(state.value)
+        let observer = Signal<_ActionState, Never>.Observer(values: { [made] state in made.update(state) })
+        _ = state.core.observe(observer, ifTerminated: .completed)
         return derived.storeIfNil(made)
     }
 
@@ -190,6 +168,54 @@ public final class Action<Input, Output, Error: Swift.Error> {
 
 extension Action: BindingTargetProvider {}
 
+/// The part of an action that its applies' runs hold: how to make an execution, the state, and
+/// the inputs of `events` and `disabledErrors`. Nothing refers to it weakly, so holding it takes
+/// the fast path of reference counting (a weakly referenced object's counts live in a side
+/// table).
+@usableFromInline
+final class _ActionCore<Input, Output, Error: Swift.Error> {
+    /// Makes an execution's producer from the state's value (a `_ActionValue<State.Value>`).
+    @usableFromInline let makeProducer: (AnyObject, Input) -> SignalProducer<Output, Error>
+    /// The state, without a property around it: only `isExecuting` and `isEnabled` observe it.
+    @usableFromInline let state: _PropertyStorage<_ActionState>
+    @usableFromInline let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
+    @usableFromInline let disabledErrorsInput: Signal<(), Never>.Observer
+
+    init(
+        execute: @escaping (AnyObject, Input) -> SignalProducer<Output, Error>, state: _PropertyStorage<_ActionState>,
+        events: Signal<Signal<Output, Error>.Event, Never>.Observer, disabledErrors: Signal<(), Never>.Observer
+    ) {
+        self.makeProducer = execute
+        self.state = state
+        self.eventsInput = events
+        self.disabledErrorsInput = disabledErrors
+    }
+
+    /// Starts one execution for a run of `apply(input)`, or fails the run if the action is
+    /// disabled, executing or gone.
+    @inlinable
+    func execute(_ input: Input, _ observer: Signal<Output, ActionError<Error>>.Observer, _ lifetime: Lifetime) {
+        let value: AnyObject? = state.modify { state in
+            guard state.isEnabled && !state.isActionGone else { return nil }
+            state.isExecuting = true
+            return state.value
+        }
+        guard let value else {
+            observer.send(error: .disabled)
+            disabledErrorsInput.send(value: ())
+            return
+        }
+        let execution = _ActionExecution(observer, core: self)
+        makeProducer(value, input)._run(
+            Signal<Output, Error>.Observer(
+                { [execution] event in execution.receive(event) },
+                values: { [execution] value in execution.receive(value) }),
+            lifetime)
+    }
+}
+
+extension _ActionCore: @unchecked Sendable {}  // Immutable; its state and pipes are thread safe.
+
 /// The state of an action: whether its condition allows it, whether it is executing, and the
 /// value of the property it was made with. Not generic, so that the property holding it and
 /// the properties derived from it are specialized in this module.
@@ -197,6 +223,8 @@ extension Action: BindingTargetProvider {}
 struct _ActionState {
     @usableFromInline var isUserEnabled: Bool
     @usableFromInline var isExecuting = false
+    /// Set when the action goes away: an apply started after that fails with `.disabled`.
+    @usableFromInline var isActionGone = false
     /// The state property's value, as an `_ActionValue` of its type.
     @usableFromInline var value: AnyObject
 
@@ -223,34 +251,29 @@ final class _ActionValue<Value> {
 /// One execution of an action: forwards its events to the run of `apply` that started it and
 /// to the action's `events`, and marks the action idle when it terminates.
 @usableFromInline
-final class _ActionExecution<Output, Error: Swift.Error> {
+final class _ActionExecution<Input, Output, Error: Swift.Error> {
     @usableFromInline let observer: Signal<Output, ActionError<Error>>.Observer
-    @usableFromInline let events: Signal<Signal<Output, Error>.Event, Never>.Observer
-    @usableFromInline let state: MutableProperty<_ActionState>
+    @usableFromInline let core: _ActionCore<Input, Output, Error>
 
     @inlinable
-    init(
-        _ observer: Signal<Output, ActionError<Error>>.Observer,
-        events: Signal<Signal<Output, Error>.Event, Never>.Observer, state: MutableProperty<_ActionState>
-    ) {
+    init(_ observer: Signal<Output, ActionError<Error>>.Observer, core: _ActionCore<Input, Output, Error>) {
         self.observer = observer
-        self.events = events
-        self.state = state
+        self.core = core
     }
 
     @inlinable
     func receive(_ value: Output) {
         observer.send(value: value)
-        events.send(value: .value(value))
+        core.eventsInput.send(value: .value(value))
     }
 
     @inlinable
     func receive(_ event: Signal<Output, Error>.Event) {
         // Enabled again before the terminal event is seen, so that a completion handler can
         // apply the action once more.
-        if event.isTerminating { state.modify { $0.isExecuting = false } }
+        if event.isTerminating { core.state.modify { $0.isExecuting = false } }
         observer.send(event.mapError(ActionError.producerFailed))
-        events.send(value: event)
+        core.eventsInput.send(value: event)
     }
 }
 

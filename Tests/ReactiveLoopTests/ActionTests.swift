@@ -18,6 +18,41 @@ struct ActionTests {
         #expect(lifetime.hasEnded)
     }
 
+    /// An apply's producer does not keep the action alive; started after the action went away,
+    /// its run fails with `.disabled` and the work is not done.
+    @Test func anApplyStartedAfterTheActionWentAwayFailsWithDisabled() {
+        let executions = Box(0)
+        weak var weakAction: Action<Int, Int, Never>?
+        let producer: SignalProducer<Int, ActionError<Never>>
+        do {
+            let action = Action<Int, Int, Never> { input in
+                executions.modify { $0 += 1 }
+                return SignalProducer(value: input)
+            }
+            weakAction = action
+            producer = action.apply(1)
+        }
+        #expect(weakAction == nil)
+        let run = Recorder<Int, ActionError<Never>>()
+        producer.start(run.observer)
+        #expect(run.events == [.failed(.disabled)])
+        #expect(executions.value == 0)
+    }
+
+    /// An execution running when its action goes away still delivers to its run, to the end.
+    @Test func anExecutionOutlivesItsAction() {
+        let (work, workInput) = Signal<Int, Never>.pipe()
+        var action: Action<Void, Int, Never>? = Action { SignalProducer(work) }
+        let isExecuting = action!.isExecuting
+        let run = Recorder<Int, ActionError<Never>>()
+        action!.apply().start(run.observer)
+        #expect(isExecuting.value)
+        action = nil
+        workInput.send(value: 7)
+        workInput.sendCompleted()
+        #expect(run.events == [.value(7), .completed])
+    }
+
     @Test func applyRunsTheWorkAndForwardsItsEventsEverywhere() {
         let action = Action<Int, String, TestError> { input in SignalProducer(value: "\(input)") }
         let values = Recorder<String, Never>()
