@@ -17,9 +17,12 @@ extension ActionError: @unchecked Sendable {}  // Errors are handed between thre
 /// executing, and fails with `ActionError.disabled` otherwise. Every execution's events are also
 /// sent to `events`, `values`, `errors` and `completed`.
 public final class Action<Input, Output, Error: Swift.Error> {
-    /// What an apply's run needs, which the run holds strongly: the action itself is not kept
-    /// alive by its producers.
-    @usableFromInline let core: _ActionCore<Input, Output, Error>
+    /// Makes an execution's producer from the state's value (a `_ActionValue<State.Value>`).
+    @usableFromInline let execute: (AnyObject, Input) -> SignalProducer<Output, Error>
+    /// The state, without a property around it: only `isExecuting` and `isEnabled` observe it.
+    @usableFromInline let state: _PropertyStorage<_ActionState>
+    @usableFromInline let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
+    @usableFromInline let disabledErrorsInput: Signal<(), Never>.Observer
     /// The property the action was created with: the action keeps it alive, as in ReactiveSwift.
     private let userState: AnyObject
     /// `isExecuting` and `isEnabled`, made the first time either is asked for: until then a
@@ -62,22 +65,18 @@ public final class Action<Input, Output, Error: Swift.Error> {
         self.userState = state
         lifetime = Lifetime(_target: nil)  // Ended by this object's deinit: no token needed.
         let initial = state.value
-        let (events, eventsInput) = Signal<Signal<Output, Error>.Event, Never>.pipe()
-        let (disabledErrors, disabledErrorsInput) = Signal<(), Never>.pipe()
-        core = _ActionCore(
-            // The state's value is always boxed as `_ActionValue<State.Value>`: no dynamic cast.
-            execute: { value, input in
-                execute(unsafeDowncast(value, to: _ActionValue<State.Value>.self).value, input)
-            },
-            state: _PropertyStorage(_ActionState(isUserEnabled: isEnabled(initial), value: _ActionValue(initial))),
-            events: eventsInput, disabledErrors: disabledErrorsInput)
-        self.events = events
-        self.disabledErrors = disabledErrors
+        // The state's value is always boxed as `_ActionValue<State.Value>`: no dynamic cast.
+        self.execute = { value, input in
+            execute(unsafeDowncast(value, to: _ActionValue<State.Value>.self).value, input)
+        }
+        self.state = _PropertyStorage(_ActionState(isUserEnabled: isEnabled(initial), value: _ActionValue(initial)))
+        (events, eventsInput) = Signal.pipe()
+        (disabledErrors, disabledErrorsInput) = Signal.pipe()
         values = events.compactMap { $0.value }
         errors = events.compactMap { $0.error }
         completed = events.compactMap { $0.isCompleted ? () : nil }
         // Held strongly: the observation ends with the action's lifetime.
-        state.signal.take(during: lifetime).observeValues { [storage = core.state] value in
+        state.signal.take(during: lifetime).observeValues { [storage = self.state] value in
             storage.modify { state in
                 state.value = _ActionValue(value)
                 state.isUserEnabled = isEnabled(value)
@@ -124,9 +123,8 @@ public final class Action<Input, Output, Error: Swift.Error> {
     deinit {
         derived.load()?.complete()
         lifetime._end()
-        core.state.modify { $0.isActionGone = true }
-        core.eventsInput.sendCompleted()
-        core.disabledErrorsInput.sendCompleted()
+        eventsInput.sendCompleted()
+        disabledErrorsInput.sendCompleted()
     }
 
     /// A producer that, when started, runs one execution with `input`.
@@ -135,12 +133,37 @@ public final class Action<Input, Output, Error: Swift.Error> {
     /// `ActionError.disabled` and `disabledErrors` sends a value. Otherwise `isExecuting` becomes
     /// `true` until the execution terminates; disposing the run interrupts the execution.
     ///
+    /// As in ReactiveSwift, the producer holds the action, and so does a running execution: an
+    /// action stays alive while a producer of its applies is kept or one of its executions runs.
+    ///
     /// Inlinable, so that the run specializes for the action's types in the caller.
     @inlinable
     public func apply(_ input: Input) -> SignalProducer<Output, ActionError<Error>> {
         // The run is the execution's run: its events are serial, as every producer's are, and
         // it ends with the same lifetime, so the apply needs no serializing sink of its own.
-        SignalProducer(.run) { [core] observer, lifetime in core.execute(input, observer, lifetime) }
+        SignalProducer(.run) { [self] observer, lifetime in _execute(input, observer, lifetime) }
+    }
+
+    /// Starts one execution for a run of `apply(input)`, or fails the run if the action is
+    /// disabled or executing.
+    @inlinable
+    func _execute(_ input: Input, _ observer: Signal<Output, ActionError<Error>>.Observer, _ lifetime: Lifetime) {
+        let value: AnyObject? = state.modify { state in
+            guard state.isEnabled else { return nil }
+            state.isExecuting = true
+            return state.value
+        }
+        guard let value else {
+            observer.send(error: .disabled)
+            disabledErrorsInput.send(value: ())
+            return
+        }
+        let execution = _ActionExecution(observer, action: self)
+        execute(value, input)._run(
+            Signal<Output, Error>.Observer(
+                { [execution] event in execution.receive(event) },
+                values: { [execution] value in execution.receive(value) }),
+            lifetime)
     }
 
     /// `isExecuting` and `isEnabled`, made on first use from the state's current value.
@@ -150,7 +173,6 @@ public final class Action<Input, Output, Error: Swift.Error> {
     /// observer.
     private var derivedState: _ActionDerivedState {
         if let made = derived.load() { return made }
-        let state = core.state
         let owned = state.core.beginExclusive()
         defer { state.core.endExclusive(delivering: nil, owned: owned) }
         if let made = derived.load() { return made }
@@ -168,54 +190,6 @@ public final class Action<Input, Output, Error: Swift.Error> {
 
 extension Action: BindingTargetProvider {}
 
-/// The part of an action that its applies' runs hold: how to make an execution, the state, and
-/// the inputs of `events` and `disabledErrors`. Nothing refers to it weakly, so holding it takes
-/// the fast path of reference counting (a weakly referenced object's counts live in a side
-/// table).
-@usableFromInline
-final class _ActionCore<Input, Output, Error: Swift.Error> {
-    /// Makes an execution's producer from the state's value (a `_ActionValue<State.Value>`).
-    @usableFromInline let makeProducer: (AnyObject, Input) -> SignalProducer<Output, Error>
-    /// The state, without a property around it: only `isExecuting` and `isEnabled` observe it.
-    @usableFromInline let state: _PropertyStorage<_ActionState>
-    @usableFromInline let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
-    @usableFromInline let disabledErrorsInput: Signal<(), Never>.Observer
-
-    init(
-        execute: @escaping (AnyObject, Input) -> SignalProducer<Output, Error>, state: _PropertyStorage<_ActionState>,
-        events: Signal<Signal<Output, Error>.Event, Never>.Observer, disabledErrors: Signal<(), Never>.Observer
-    ) {
-        self.makeProducer = execute
-        self.state = state
-        self.eventsInput = events
-        self.disabledErrorsInput = disabledErrors
-    }
-
-    /// Starts one execution for a run of `apply(input)`, or fails the run if the action is
-    /// disabled, executing or gone.
-    @inlinable
-    func execute(_ input: Input, _ observer: Signal<Output, ActionError<Error>>.Observer, _ lifetime: Lifetime) {
-        let value: AnyObject? = state.modify { state in
-            guard state.isEnabled && !state.isActionGone else { return nil }
-            state.isExecuting = true
-            return state.value
-        }
-        guard let value else {
-            observer.send(error: .disabled)
-            disabledErrorsInput.send(value: ())
-            return
-        }
-        let execution = _ActionExecution(observer, core: self)
-        makeProducer(value, input)._run(
-            Signal<Output, Error>.Observer(
-                { [execution] event in execution.receive(event) },
-                values: { [execution] value in execution.receive(value) }),
-            lifetime)
-    }
-}
-
-extension _ActionCore: @unchecked Sendable {}  // Immutable; its state and pipes are thread safe.
-
 /// The state of an action: whether its condition allows it, whether it is executing, and the
 /// value of the property it was made with. Not generic, so that the property holding it and
 /// the properties derived from it are specialized in this module.
@@ -223,8 +197,6 @@ extension _ActionCore: @unchecked Sendable {}  // Immutable; its state and pipes
 struct _ActionState {
     @usableFromInline var isUserEnabled: Bool
     @usableFromInline var isExecuting = false
-    /// Set when the action goes away: an apply started after that fails with `.disabled`.
-    @usableFromInline var isActionGone = false
     /// The state property's value, as an `_ActionValue` of its type.
     @usableFromInline var value: AnyObject
 
@@ -253,27 +225,29 @@ final class _ActionValue<Value> {
 @usableFromInline
 final class _ActionExecution<Input, Output, Error: Swift.Error> {
     @usableFromInline let observer: Signal<Output, ActionError<Error>>.Observer
-    @usableFromInline let core: _ActionCore<Input, Output, Error>
+    /// Kept alive while the execution runs, as ReactiveSwift does, so that all of its events
+    /// reach the action's `events`.
+    @usableFromInline let action: Action<Input, Output, Error>
 
     @inlinable
-    init(_ observer: Signal<Output, ActionError<Error>>.Observer, core: _ActionCore<Input, Output, Error>) {
+    init(_ observer: Signal<Output, ActionError<Error>>.Observer, action: Action<Input, Output, Error>) {
         self.observer = observer
-        self.core = core
+        self.action = action
     }
 
     @inlinable
     func receive(_ value: Output) {
         observer.send(value: value)
-        core.eventsInput.send(value: .value(value))
+        action.eventsInput.send(value: .value(value))
     }
 
     @inlinable
     func receive(_ event: Signal<Output, Error>.Event) {
         // Enabled again before the terminal event is seen, so that a completion handler can
         // apply the action once more.
-        if event.isTerminating { core.state.modify { $0.isExecuting = false } }
+        if event.isTerminating { action.state.modify { $0.isExecuting = false } }
         observer.send(event.mapError(ActionError.producerFailed))
-        core.eventsInput.send(value: event)
+        action.eventsInput.send(value: event)
     }
 }
 

@@ -297,7 +297,7 @@ final class _ProducerRun<Value, Error: Swift.Error>: _RunLifetime {
     }
 }
 
-extension _ProducerRun: @unchecked Sendable {}  // `observer` is confined to serial delivery.
+extension _ProducerRun: @unchecked Sendable {}  // `events` and `values` are confined to serial delivery.
 
 // MARK: Starting
 

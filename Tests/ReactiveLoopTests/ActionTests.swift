@@ -18,39 +18,53 @@ struct ActionTests {
         #expect(lifetime.hasEnded)
     }
 
-    /// An apply's producer does not keep the action alive; started after the action went away,
-    /// its run fails with `.disabled` and the work is not done.
-    @Test func anApplyStartedAfterTheActionWentAwayFailsWithDisabled() {
-        let executions = Box(0)
+    /// As in ReactiveSwift, a kept producer of an apply keeps its action alive, and starting it
+    /// later runs the work; dropping the producer lets the action go.
+    @Test func aKeptApplyProducerKeepsTheActionAlive() {
         weak var weakAction: Action<Int, Int, Never>?
-        let producer: SignalProducer<Int, ActionError<Never>>
+        let values = Recorder<Int, Never>()
+        var producer: SignalProducer<Int, ActionError<Never>>?
         do {
-            let action = Action<Int, Int, Never> { input in
-                executions.modify { $0 += 1 }
-                return SignalProducer(value: input)
-            }
+            let action = Action<Int, Int, Never> { SignalProducer(value: $0 * 2) }
+            action.values.observe(values.observer)
             weakAction = action
-            producer = action.apply(1)
+            producer = action.apply(4)
         }
-        #expect(weakAction == nil)
+        #expect(weakAction != nil)
         let run = Recorder<Int, ActionError<Never>>()
-        producer.start(run.observer)
-        #expect(run.events == [.failed(.disabled)])
-        #expect(executions.value == 0)
+        producer?.start(run.observer)
+        #expect(run.events == [.value(8), .completed])
+        #expect(values.values == [8])
+        producer = nil
+        #expect(weakAction == nil)
     }
 
-    /// An execution running when its action goes away still delivers to its run, to the end.
-    @Test func anExecutionOutlivesItsAction() {
+    /// An execution keeps its action alive until it terminates, as in ReactiveSwift: its
+    /// events still reach the action's signals, and the action goes away after the last one.
+    @Test func anExecutionKeepsItsActionAliveUntilItTerminates() {
         let (work, workInput) = Signal<Int, Never>.pipe()
-        var action: Action<Void, Int, Never>? = Action { SignalProducer(work) }
-        let isExecuting = action!.isExecuting
+        weak var weakAction: Action<Void, Int, Never>?
+        let values = Recorder<Int, Never>()
+        let completions = Box(0)
         let run = Recorder<Int, ActionError<Never>>()
-        action!.apply().start(run.observer)
+        let isExecuting: Property<Bool>
+        do {
+            let action = Action<Void, Int, Never> { SignalProducer(work) }
+            weakAction = action
+            isExecuting = action.isExecuting
+            action.values.observe(values.observer)
+            action.completed.observeValues { completions.modify { $0 += 1 } }
+            action.apply().start(run.observer)
+        }
+        #expect(weakAction != nil)
         #expect(isExecuting.value)
-        action = nil
         workInput.send(value: 7)
         workInput.sendCompleted()
         #expect(run.events == [.value(7), .completed])
+        #expect(values.values == [7])
+        #expect(completions.value == 1)
+        #expect(!isExecuting.value)
+        #expect(weakAction == nil)
     }
 
     @Test func applyRunsTheWorkAndForwardsItsEventsEverywhere() {
@@ -223,15 +237,6 @@ struct ActionTests {
         let seen = Box<[Bool]>([])
         action.apply(1).startWithCompleted { seen.value = [action.isEnabled.value, action.isExecuting.value] }
         #expect(seen.value == [true, false])
-    }
-
-    @Test func applyingAfterTheActionIsGoneFailsWithDisabled() {
-        var action: Action<Int, Int, Never>? = Action { SignalProducer(value: $0) }
-        let producer = action!.apply(1)
-        action = nil
-        let run = Recorder<Int, ActionError<Never>>()
-        producer.start(run.observer)
-        #expect(run.events == [.failed(.disabled)])
     }
 
     @Test func releasingTheActionCompletesItsSignals() {

@@ -85,10 +85,13 @@ struct LeakTests {
         #expect(resources.value)
     }
 
-    /// The disposable of a run that ended is kept: the run must still let go of the closures
-    /// (or observer) it was started with, whichever way it was started.
-    @Test func everyStartReleasesWhatItWasGivenWhenTheRunEndsThoughItsDisposableIsKept() {
-        let producer = SignalProducer<Int, TestError>(value: 1)
+    /// The disposable of a run that ended (by itself or by being disposed) is kept: the run
+    /// must still let go of the closures (or observer) it was started with, whichever way it
+    /// was started.
+    @Test(arguments: [false, true])
+    func everyStartReleasesWhatItWasGivenWhenTheRunEndsThoughItsDisposableIsKept(disposed: Bool) {
+        // A run that completes, or one that only ends when it is disposed.
+        let producer = disposed ? SignalProducer<Int, TestError>.never : SignalProducer<Int, TestError>(value: 1)
         let starts: [(Tracked) -> any Disposable] = [
             { tracked in producer.start { _ in _ = tracked } },
             { tracked in producer.start(Signal.Observer(value: { _ in _ = tracked })) },
@@ -106,6 +109,10 @@ struct LeakTests {
                 let tracked = Tracked()
                 weakTracked = tracked
                 disposable = start(tracked)
+            }
+            if disposed {
+                #expect(weakTracked != nil, "start \(index)")
+                disposable?.dispose()
             }
             #expect(weakTracked == nil, "start \(index)")
             #expect(disposable != nil)

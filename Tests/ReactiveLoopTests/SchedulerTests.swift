@@ -332,16 +332,21 @@ struct QueueSchedulerTests {
         #expect(seconds < 4, "took \(seconds) s")
     }
 
-    /// `schedule(_:)` hands Dispatch its action object with `dispatch_async_f` (no block per
-    /// action) on every kind of queue; the queue releases the object once it ran, so neither
-    /// the action nor what it captures outlives the queue's turn, run or disposed.
+    /// Where Dispatch has a C module (Linux), `schedule(_:)` hands Dispatch its action object
+    /// with `dispatch_async_f` (no block per action) on every kind of queue. The queue releases
+    /// the object after its turn, so an action whose disposable is not kept does not outlive
+    /// the queue's turn, run or disposed.
     @Test func immediateActionsGoThroughDispatchWithoutBlocksAndAreReleasedAfterTheyRun() {
         let target = DispatchQueue(label: "target")
         for scheduler in [
             QueueScheduler(name: "own"), QueueScheduler(queue: DispatchQueue(label: "given")),
             QueueScheduler(name: "targeting", targeting: target), QueueScheduler.main,
         ] {
-            #expect(scheduler.queuesWithoutBlocks, "\(scheduler.queue.label)")
+            #if canImport(CDispatch)
+                #expect(scheduler.queuesWithoutBlocks, "\(scheduler.queue.label)")
+            #else
+                #expect(!scheduler.queuesWithoutBlocks, "\(scheduler.queue.label)")
+            #endif
         }
         let scheduler = QueueScheduler(name: "order")
         let order = Box<[Int]>([])
@@ -366,6 +371,33 @@ struct QueueSchedulerTests {
         #expect(order.value == Array(0..<1_000))
         #expect(weakRan == nil)
         #expect(weakDisposed == nil)
+    }
+
+    /// The actions run on the scheduler's queue (through its target, for a queue that targets
+    /// another; on the main queue for `main`), in order with blocks queued there directly.
+    @Test func immediateActionsRunOnTheQueueInOrderWithItsOtherWork() {
+        let key = DispatchSpecificKey<String>()
+        let target = DispatchQueue(label: "target")
+        target.setSpecific(key: key, value: "target")
+        DispatchQueue.main.setSpecific(key: key, value: "main")
+        for (scheduler, expected) in [
+            (QueueScheduler(name: "targeting", targeting: target), "target"), (QueueScheduler.main, "main"),
+        ] {
+            let seen = Box<[String]>([])
+            let done = DispatchSemaphore(value: 0)
+            @Sendable func record(_ name: String) {
+                let queue = DispatchQueue.getSpecific(key: key) ?? "?"
+                seen.modify { $0.append("\(name)@\(queue)") }
+            }
+            scheduler.schedule { record("a") }
+            scheduler.queue.async { record("b") }
+            scheduler.schedule {
+                record("c")
+                done.signal()
+            }
+            #expect(done.wait(timeout: .now() + 10) == .success)
+            #expect(seen.value == ["a@\(expected)", "b@\(expected)", "c@\(expected)"])
+        }
     }
 
     /// Regression: a disposed timed action stayed queued, with what it captured, until its

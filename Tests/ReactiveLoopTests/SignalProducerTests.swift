@@ -203,6 +203,51 @@ struct SignalProducerTests {
         #expect(values == [1])
     }
 
+    /// A start disposed from inside its own value callback sees nothing more but, for the
+    /// start that receives every event, `interrupted`.
+    @Test func startsDisposedFromTheirValueCallbackSeeNothingMore() {
+        let (signal, input) = Signal<Int, TestError>.pipe()
+        let producer = SignalProducer(signal)
+        var results: [Result<Int, TestError>] = []
+        var resultsRun: (any Disposable)?
+        resultsRun = producer.startWithResult { result in
+            results.append(result)
+            if results.count == 2 { resultsRun?.dispose() }
+        }
+        var events: [Signal<Int, TestError>.Event] = []
+        var eventsRun: (any Disposable)?
+        eventsRun = producer.start { event in
+            events.append(event)
+            if events.count == 2 { eventsRun?.dispose() }
+        }
+        var values: [Int] = []
+        var valuesRun: (any Disposable)?
+        valuesRun = producer.flatMapError { _ in .empty }.startWithValues { value in
+            values.append(value)
+            if values.count == 2 { valuesRun?.dispose() }
+        }
+        for value in 1...4 { input.send(value: value) }
+        input.send(error: TestError(code: 1))
+        #expect(results == [.success(1), .success(2)])
+        #expect(events == [.value(1), .value(2), .interrupted])
+        #expect(values == [1, 2])
+    }
+
+    /// A run started with a signal's input holds that input until the run ends: the signal is
+    /// interrupted when the run is disposed, not when the caller lets go of the input.
+    @Test func aRunHoldsTheSignalInputItWasStartedWith() {
+        let recorder = Recorder<Int, Never>()
+        var disposable: (any Disposable)?
+        do {
+            let (signal, input) = Signal<Int, Never>.pipe()
+            signal.observe(recorder.observer)
+            disposable = SignalProducer<Int, Never>.never.start(input)
+        }
+        #expect(recorder.events.isEmpty)
+        disposable?.dispose()
+        #expect(recorder.events == [.interrupted])
+    }
+
     @Test func startWithSignalLetsObserversAttachBeforeTheRunStarts() {
         let recorder = Recorder<Int, Never>()
         let result = SignalProducer<Int, Never>([1, 2]).startWithSignal { signal, _ -> String in

@@ -152,18 +152,24 @@ extension QueueScheduler: @unchecked Sendable {}  // `repeating` is protected by
 
 /// The `dispatch_queue_t` that `queue` wraps, read once by reflection: Dispatch's Swift overlay
 /// on Linux keeps it in a stored property and offers no public accessor. Nil where the overlay
-/// is not laid out that way (or has no C module), so that the caller falls back to `async`.
+/// is not laid out that way, or what it holds there does not answer with the queue's label (or
+/// there is no C module, as on Darwin), so that the caller falls back to `async`.
 private func _dispatchHandle(of queue: DispatchQueue) -> OpaquePointer? {
     #if canImport(CDispatch)
         for child in Mirror(reflecting: queue).children where child.label == "__wrapped" {
-            return child.value as? OpaquePointer
+            guard let handle = child.value as? OpaquePointer,
+                String(cString: dispatch_queue_get_label(handle)) == queue.label
+            else { return nil }
+            return handle
         }
     #endif
     return nil
 }
 
 /// An action queued on a `DispatchQueue`, and the disposable that cancels it: one object per
-/// action, so that the closure handed to Dispatch captures a single reference.
+/// action, which Dispatch hands back to the scheduler's trampoline as its context (or which the
+/// block handed to `async` captures, on the fallback path). Disposing does not release the
+/// action; the object releases it when Dispatch lets go of the object, after its turn.
 final class _ScheduledAction: Disposable {
     private let state = Synchronization.Atomic<Bool>(false)
     // Written in init, called only on the queue, released with the object.
