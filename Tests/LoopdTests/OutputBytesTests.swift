@@ -33,6 +33,33 @@ struct OutputBytesTests {
         }
     }
 
+    /// The formats remember the text of the numbers with a fraction they wrote last: numbers
+    /// written again, in any order, with more distinct ones than slots (so that slots are
+    /// reused), are each still written as their description. Counters' rates repeat too.
+    @Test func aNumberWrittenAgainIsWrittenAsItsDescription() {
+        var generator = SplitMix64(state: 0x5EED)
+        // 20 values and their neighbours one unit in the last place up (same slot text but for
+        // the last digits).
+        let pool = (0..<20).flatMap { index -> [Double] in
+            let drawn = Double(generator.next() % 1_000_000) / 1_000 + 0.001 * Double(index % 7)
+            let value = drawn == drawn.rounded() ? drawn + 0.5 : drawn
+            return [value, value.nextUp]
+        }
+        let values = (0..<2_000).map { _ in pool[Int(generator.next() % UInt64(pool.count))] }
+        let gauges = values.enumerated().map { "g\($0.offset):\($0.element)|g" }
+        let lines = gauges + (0..<200).map { "c\($0):\($0 % 9 + 1)|c" }
+        let text = String(decoding: json(lines), as: UTF8.self)
+        for (index, value) in values.enumerated() {
+            let expected = #""name":"g\#(index)","tags":[],"value":\#(value.description)}"#
+            #expect(text.contains(expected), "\(expected)")
+        }
+        for index in 0..<200 {
+            let count = Double(index % 9 + 1)
+            let expected = #""name":"c\#(index)","tags":[],"value":\#(Int(count)),"rate":\#((count / 10).description)}"#
+            #expect(text.contains(expected), "\(expected)")
+        }
+    }
+
     @Test func anOutputLargerThanItsFirstCapacityIsWrittenWhole() throws {
         // Names of up to 1,000 bytes: far more per series than the room made at the start.
         let names = (0..<500).map { String(repeating: "n", count: 1 + $0 * 2) + "\($0)" }
