@@ -95,7 +95,9 @@ extension OutputBytes {
     /// number found there is copied.
     func append(number value: Double) {
         guard value.isFinite else { return append(ascii: "null") }
-        if value == value.rounded(), abs(value) < 1e15 {
+        // Whole: converted to an integer and back unchanged (two instructions, where
+        // `rounded()` is a call into the C library).
+        if abs(value) < 1e15, Double(Int64(value)) == value {
             return append(integer: Int64(value), negative: value.sign == .minus)
         }
         let bits = value.bitPattern
