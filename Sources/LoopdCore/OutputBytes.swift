@@ -95,8 +95,8 @@ extension OutputBytes {
     /// number found there is copied.
     func append(number value: Double) {
         guard value.isFinite else { return append(ascii: "null") }
-        // Whole: converted to an integer and back unchanged (two instructions, where
-        // `rounded()` is a call into the C library).
+        // Whole: converted to an integer and back unchanged (two conversions and a compare,
+        // where `rounded()` is a call into the C library).
         if abs(value) < 1e15, Double(Int64(value)) == value {
             return append(integer: Int64(value), negative: value.sign == .minus)
         }

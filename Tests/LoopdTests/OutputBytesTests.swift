@@ -1,5 +1,5 @@
 import Foundation
-import LoopdCore
+@testable import LoopdCore
 import Testing
 
 /// The buffer the formats write into, seen through the formats' output.
@@ -38,7 +38,7 @@ struct OutputBytesTests {
     /// reused), are each still written as their description. Counters' rates repeat too.
     @Test func aNumberWrittenAgainIsWrittenAsItsDescription() {
         var generator = SplitMix64(state: 0x5EED)
-        // 20 values and their neighbours one unit in the last place up (same slot text but for
+        // 20 values and their neighbours one unit in the last place up (the same text but for
         // the last digits).
         let pool = (0..<20).flatMap { index -> [Double] in
             let drawn = Double(generator.next() % 1_000_000) / 1_000 + 0.001 * Double(index % 7)
@@ -57,6 +57,28 @@ struct OutputBytesTests {
             let count = Double(index % 9 + 1)
             let expected = #""name":"c\#(index)","tags":[],"value":\#(Int(count)),"rate":\#((count / 10).description)}"#
             #expect(text.contains(expected), "\(expected)")
+        }
+    }
+
+    /// Numbers written straight into a buffer: a number whose text is written while the buffer
+    /// grows (its first 256 bytes nearly full) is remembered from the grown buffer; a number and
+    /// its negation, and texts of every length up to 24 bytes, are each remembered as
+    /// themselves; each written again is copied from what was remembered.
+    @Test func rememberedNumbersAreTheirOwnTextWhereverTheBufferGrew() {
+        let values: [Double] = [
+            0.1, -0.1, 2.5, -2.5, 1e-300, -1e-300, 1.2345678901234567e-300, -1.2345678901234567e-300,
+            -2.2250738585072014e-308, 2.2250738585072014e-308, 1.7976931348623157e308, 1e15 + 0.5, 5e-324,
+        ]
+        for filler in [0, 1, 200, 250, 254, 255] {
+            let out = OutputBytes(capacity: 0)
+            var expected = [UInt8](repeating: UInt8(ascii: "x"), count: filler)
+            out.append(contentsOf: expected)
+            for value in values + values.reversed() + values {
+                out.append(number: value)
+                out.append(UInt8(ascii: ","))
+                expected += Array(value.description.utf8) + [UInt8(ascii: ",")]
+            }
+            #expect(out.bytes == expected, "filler \(filler)")
         }
     }
 

@@ -67,6 +67,22 @@ struct ActionTests {
         #expect(weakAction == nil)
     }
 
+    /// A run of an execution that never ends holds its action until the run is disposed.
+    @Test func disposingARunThatNeverEndsLetsItsActionGo() {
+        let (work, workInput) = Signal<Int, Never>.pipe()
+        weak var weakAction: Action<Void, Int, Never>?
+        let run: any Disposable
+        do {
+            let action = Action<Void, Int, Never> { SignalProducer(work) }
+            weakAction = action
+            run = action.apply().start()
+        }
+        #expect(weakAction != nil)
+        run.dispose()
+        #expect(weakAction == nil)
+        withExtendedLifetime(workInput) {}  // The work never ends on its own.
+    }
+
     @Test func applyRunsTheWorkAndForwardsItsEventsEverywhere() {
         let action = Action<Int, String, TestError> { input in SignalProducer(value: "\(input)") }
         let values = Recorder<String, Never>()
