@@ -251,12 +251,12 @@ final class _ProducerRun<Value, Error: Swift.Error>: _RunLifetime {
         super.init()
     }
 
-    /// A run that delivers to `observer`: to its closures themselves when it has a value
-    /// shortcut and is not a signal's input (whose release must follow the run's end).
+    /// A run that delivers to `observer`: to its closures themselves, unless it is a signal's
+    /// input (which the run holds, so that its release follows the run's end).
     @inlinable
     convenience init(_ observer: Signal<Value, Error>.Observer) {
-        if observer.core == nil, let valueAction = observer.valueAction {
-            self.init(values: valueAction, events: observer.action)
+        if observer.core == nil {
+            self.init(values: observer.valueAction, events: observer.action)
         } else {
             self.init(values: nil, events: { [observer] event in observer.send(event) })
         }
