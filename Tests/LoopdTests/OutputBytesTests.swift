@@ -67,7 +67,8 @@ struct OutputBytesTests {
     @Test func rememberedNumbersAreTheirOwnTextWhereverTheBufferGrew() {
         let values: [Double] = [
             0.1, -0.1, 2.5, -2.5, 1e-300, -1e-300, 1.2345678901234567e-300, -1.2345678901234567e-300,
-            -2.2250738585072014e-308, 2.2250738585072014e-308, 1.7976931348623157e308, 1e15 + 0.5, 5e-324,
+            -2.2250738585072014e-308, 2.2250738585072014e-308, 1.7976931348623157e308, 1e15 + 0.5,
+            .leastNonzeroMagnitude,
         ]
         for filler in [0, 1, 200, 250, 254, 255] {
             let out = OutputBytes(capacity: 0)

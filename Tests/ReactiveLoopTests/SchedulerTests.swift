@@ -348,6 +348,11 @@ struct QueueSchedulerTests {
                 #expect(!scheduler.queuesWithoutBlocks, "\(scheduler.queue.label)")
             #endif
         }
+        #if canImport(CDispatch)
+            #expect(MainScheduler.queuesWithoutBlocks)
+        #else
+            #expect(!MainScheduler.queuesWithoutBlocks)
+        #endif
         let scheduler = QueueScheduler(name: "order")
         let order = Box<[Int]>([])
         weak var weakRan: Tracked?

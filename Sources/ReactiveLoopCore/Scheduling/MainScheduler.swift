@@ -1,4 +1,7 @@
 import Dispatch
+#if canImport(CDispatch)
+    import CDispatch
+#endif
 #if canImport(FoundationEssentials)
     import Dispatch
     import FoundationEssentials
@@ -26,6 +29,11 @@ public final class MainScheduler: Scheduler {
     // Actions queued on the main queue by any main scheduler and not yet run. Shared by all
     // instances, as they share the main queue.
     private static let queued = Synchronization.Atomic<Int>(0)
+
+    /// The main queue's C queue, when it can be found: actions are then queued with
+    /// `dispatch_async_f`, without a block each (see `QueueScheduler`). Set once, when first
+    /// read, then only read: the pointer it holds is the main queue's, which never goes away.
+    nonisolated(unsafe) private static let mainHandle = _dispatchHandle(of: .main)
 
     /// Marks the main queue, so that code can ask whether it runs on it. On Linux a program
     /// that calls `dispatchMain()` (as the test runner and `async` mains do) drains the main
@@ -59,12 +67,26 @@ public final class MainScheduler: Scheduler {
             return nil
         }
         let scheduled = _ScheduledAction(action)
+        #if canImport(CDispatch)
+            if let handle = Self.mainHandle {
+                // The queue owns one reference until the action has run.
+                dispatch_async_f(handle, Unmanaged.passRetained(scheduled).toOpaque()) { context in
+                    Unmanaged<_ScheduledAction>.fromOpaque(context!).takeRetainedValue().run()
+                    MainScheduler.queued.wrappingSubtract(1, ordering: .releasing)
+                }
+                return scheduled
+            }
+        #endif
         DispatchQueue.main.async {
             scheduled.run()
             Self.queued.wrappingSubtract(1, ordering: .releasing)
         }
         return scheduled
     }
+
+    /// Whether `schedule(_:)` queues its actions with `dispatch_async_f` (false: `async`).
+    @_spi(Testing)
+    public static var queuesWithoutBlocks: Bool { mainHandle != nil }
 }
 
 extension MainScheduler: @unchecked Sendable {}  // Stateless but for the shared atomic counter.

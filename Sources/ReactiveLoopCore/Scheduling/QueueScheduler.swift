@@ -154,7 +154,7 @@ extension QueueScheduler: @unchecked Sendable {}  // `repeating` is protected by
 /// on Linux keeps it in a stored property and offers no public accessor. Nil where the overlay
 /// is not laid out that way, or what it holds there does not answer with the queue's label (or
 /// there is no C module, as on Darwin), so that the caller falls back to `async`.
-private func _dispatchHandle(of queue: DispatchQueue) -> OpaquePointer? {
+func _dispatchHandle(of queue: DispatchQueue) -> OpaquePointer? {
     #if canImport(CDispatch)
         for child in Mirror(reflecting: queue).children where child.label == "__wrapped" {
             guard let handle = child.value as? OpaquePointer,
