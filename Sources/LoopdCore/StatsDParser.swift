@@ -323,7 +323,7 @@ public struct StatsDParser: ~Copyable {
             keyLength = colon + 1
             keyHash = Self.hash(UnsafeRawBufferPointer(start: keyStorage, count: keyLength), seed: seed)
         } else {
-            buildKey(line, name: 0..<colon)
+            buildTaggedKey(line, name: 0..<colon)
         }
         return nil
     }
@@ -456,7 +456,9 @@ public struct StatsDParser: ~Copyable {
 
     // MARK: The key
 
-    private mutating func buildKey(_ line: UnsafeRawBufferPointer, name: Range<Int>) {
+    /// The key of a line with tags: the kind's byte, the name, `|#` and the tags sorted, joined
+    /// by commas (a tagless line's key is made inline in `parse`).
+    private mutating func buildTaggedKey(_ line: UnsafeRawBufferPointer, name: Range<Int>) {
         if tagCount > 1 {
             Self.sortInPlace(UnsafeMutableBufferPointer(start: tagStorage, count: tagCount)) {
                 Self.less(line, $0, $1)
@@ -472,17 +474,15 @@ public struct StatsDParser: ~Copyable {
         key.storeBytes(of: kind.rawValue, as: UInt8.self)
         length = 1
         append(name)
-        if tagCount > 0 {
-            key.storeBytes(of: UInt8(ascii: "|"), toByteOffset: length, as: UInt8.self)
-            key.storeBytes(of: UInt8(ascii: "#"), toByteOffset: length + 1, as: UInt8.self)
-            length += 2
-            for position in 0..<tagCount {
-                if position > 0 {
-                    key.storeBytes(of: UInt8(ascii: ","), toByteOffset: length, as: UInt8.self)
-                    length += 1
-                }
-                append(tagStorage[position])
+        key.storeBytes(of: UInt8(ascii: "|"), toByteOffset: length, as: UInt8.self)
+        key.storeBytes(of: UInt8(ascii: "#"), toByteOffset: length + 1, as: UInt8.self)
+        length += 2
+        for position in 0..<tagCount {
+            if position > 0 {
+                key.storeBytes(of: UInt8(ascii: ","), toByteOffset: length, as: UInt8.self)
+                length += 1
             }
+            append(tagStorage[position])
         }
         keyLength = length
         keyHash = Self.hash(UnsafeRawBufferPointer(start: key, count: length), seed: seed)
