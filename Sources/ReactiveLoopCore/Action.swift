@@ -69,7 +69,8 @@ public final class Action<Input, Output, Error: Swift.Error> {
         self.execute = { value, input in
             execute(unsafeDowncast(value, to: _ActionValue<State.Value>.self).value, input)
         }
-        self.state = _PropertyStorage(_ActionState(isUserEnabled: isEnabled(initial), value: _ActionValue(initial)))
+        self.state = _PropertyStorage.make(
+            _ActionState(isUserEnabled: isEnabled(initial), value: _ActionValue(initial)))
         (events, eventsInput) = Signal.pipe()
         (disabledErrors, disabledErrorsInput) = Signal.pipe()
         values = events.compactMap { $0.value }
@@ -267,8 +268,8 @@ final class _ActionDerivedState {
     init(_ state: _ActionState) {
         wasExecuting = state.isExecuting
         wasEnabled = state.isEnabled
-        executing = _PropertyStorage(wasExecuting)
-        enabled = _PropertyStorage(wasEnabled)
+        executing = _PropertyStorage.make(wasExecuting)
+        enabled = _PropertyStorage.make(wasEnabled)
         isExecuting = Property(_storage: executing)
         isEnabled = Property(_storage: enabled)
     }

@@ -52,7 +52,7 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
 
     /// Creates a property with `initialValue`.
     public init(_ initialValue: Value) {
-        storage = _PropertyStorage(initialValue)
+        storage = _PropertyStorage.make(initialValue)
         signal = Signal(source: .core(storage.core))
     }
 

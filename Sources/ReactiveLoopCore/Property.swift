@@ -134,7 +134,7 @@ public final class Property<Value>: PropertyProtocol {
                 if let storage = link.storage {
                     storage.set(value)
                 } else {
-                    link.storage = _PropertyStorage(value, core: core)
+                    link.storage = _PropertyStorage.make(value, core: core)
                 }
             case .completed, .interrupted:
                 core.send(.completed)

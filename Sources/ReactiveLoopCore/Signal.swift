@@ -102,7 +102,9 @@ public final class Signal<Value, Error: Swift.Error> {
     @discardableResult
     @inlinable
     public func observe(_ action: @escaping Observer.Action) -> (any Disposable)? {
-        observe(Observer(action))
+        // A signal with its own core registers the closure itself: no observer object.
+        if case let .core(core) = source { return core.observe(events: action) }
+        return observe(Observer(action))
     }
 
     /// Observes values as `.success` and a failure as `.failure`; see `observe(_:)`.
@@ -140,7 +142,8 @@ extension Signal where Error == Never {
     @discardableResult
     @inlinable
     public func observeValues(_ action: @escaping (Value) -> Void) -> (any Disposable)? {
-        observe(Observer(values: action))
+        if case let .core(core) = source { return core.observe(values: action) }
+        return observe(Observer(values: action))
     }
 }
 

@@ -1,3 +1,4 @@
+import ReactiveLoopTestSupport
 import Testing
 @testable @_spi(Testing) import ReactiveLoopCore
 
@@ -109,6 +110,91 @@ struct SignalTests {
         #expect(events.isEmpty)
         Signal<Int, Never>.empty.observe { events.append($0) }
         #expect(events == [.interrupted])
+    }
+
+    /// An input observer given to `observe` is kept by the observation: letting go of every
+    /// other reference to it must not interrupt its signal (a released input interrupts).
+    @Test(arguments: [_SignalCoreKind.lockFree, .locked])
+    func anInputObservingAnotherSignalIsKeptByTheObservation(kind: _SignalCoreKind) {
+        withCoreKind(kind) {
+            let (source, sourceInput) = Signal<Int, Never>.pipe()
+            var events: [Signal<Int, Never>.Event] = []
+            do {
+                let (relay, relayInput) = Signal<Int, Never>.pipe()
+                relay.observe { events.append($0) }
+                source.observe(relayInput)
+            }
+            #expect(events.isEmpty)
+            sourceInput.send(value: 1)
+            sourceInput.send(value: 2)
+            #expect(events == [.value(1), .value(2)])
+            sourceInput.sendCompleted()
+            #expect(events == [.value(1), .value(2), .completed])
+        }
+    }
+
+    /// Observers come and go (one, several, one again, none, several): each receives the values
+    /// sent while it was registered, in order of registration, and a disposed one lets go of
+    /// what its closure holds at once.
+    @Test(arguments: [_SignalCoreKind.lockFree, .locked])
+    func observersComeAndGoAndADisposedOneIsReleasedAtOnce(kind: _SignalCoreKind) {
+        withCoreKind(kind) {
+            let (signal, input) = Signal<Int, Never>.pipe()
+            var seen: [String] = []
+            var released: [Int] = []
+            var disposables: [Int: any Disposable] = [:]
+            func add(_ id: Int) {
+                let tracked = Tracked { released.append(id) }
+                disposables[id] = signal.observeValues { value in
+                    _ = tracked
+                    seen.append("\(id):\(value)")
+                }
+            }
+            add(1)
+            input.send(value: 10)
+            add(2)
+            add(3)
+            input.send(value: 20)
+            disposables[2]?.dispose()
+            #expect(released == [2])
+            input.send(value: 30)
+            disposables[1]?.dispose()
+            disposables[3]?.dispose()
+            #expect(released == [2, 1, 3])
+            input.send(value: 40)
+            add(4)
+            add(5)
+            input.send(value: 50)
+            #expect(seen == ["1:10", "1:20", "2:20", "3:20", "1:30", "3:30", "4:50", "5:50"])
+            disposables[5]?.dispose()
+            input.send(value: 60)
+            #expect(released == [2, 1, 3, 5])
+            #expect(seen.suffix(1) == ["4:60"])
+        }
+    }
+
+    @Test(arguments: [_SignalCoreKind.lockFree, .locked])
+    func observingValuesOfATerminatedSignalRegistersNothing(kind: _SignalCoreKind) {
+        withCoreKind(kind) {
+            let (signal, input) = Signal<Int, Never>.pipe()
+            input.sendCompleted()
+            var calls = 0
+            let disposable = signal.observeValues { _ in calls += 1 }
+            #expect(disposable == nil)
+            #expect(calls == 0)
+        }
+    }
+
+    /// A core that goes away with observers still registered lets go of them.
+    @Test func aCoreReleasedWithObserversLetsGoOfThem() {
+        var released = false
+        do {
+            let core = _SignalCore<Int, Never>()
+            let tracked = Tracked { released = true }
+            _ = core.observe(values: { _ in _ = tracked })
+            core.send(.value(1))
+        }
+        #expect(released)
     }
 
     @Test func eventProperties() {

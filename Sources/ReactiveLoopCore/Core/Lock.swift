@@ -39,12 +39,24 @@ package final class _Lock: ManagedBuffer<_Lock.Header, UInt64> {
     ///   it sleeps (an adaptive mutex), which suits a lock held for a few instructions by many
     ///   threads: sleeping and waking would cost more than the wait. Elsewhere it is ignored.
     package static func make(spinning: Bool = false) -> _Lock {
+        let lock = unsafeDowncast(create(minimumCapacity: mutexWords) { _ in Header() }, to: _Lock.self)
+        lock.withUnsafeMutablePointerToElements { initializeMutex(at: $0, spinning: spinning) }
+        return lock
+    }
+
+    /// How many 8-byte words hold a `pthread_mutex_t`: the tail a `ManagedBuffer` that keeps its
+    /// mutex in its own allocation asks for.
+    @usableFromInline
+    static var mutexWords: Int {
         let word = MemoryLayout<UInt64>.stride
-        let words = (MemoryLayout<pthread_mutex_t>.size + word - 1) / word
-        let lock = unsafeDowncast(create(minimumCapacity: words) { _ in Header() }, to: _Lock.self)
-        let mutex = lock.withUnsafeMutablePointerToElements {
-            UnsafeMutableRawPointer($0).bindMemory(to: pthread_mutex_t.self, capacity: 1)
-        }
+        return (MemoryLayout<pthread_mutex_t>.size + word - 1) / word
+    }
+
+    /// Makes a mutex in the `mutexWords` words at `words` (see `make(spinning:)`); it must be
+    /// destroyed with `pthread_mutex_destroy` before that memory goes.
+    @usableFromInline
+    static func initializeMutex(at words: UnsafeMutablePointer<UInt64>, spinning: Bool = false) {
+        let mutex = UnsafeMutableRawPointer(words).bindMemory(to: pthread_mutex_t.self, capacity: 1)
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)
         defer { pthread_mutexattr_destroy(&attributes) }
@@ -53,7 +65,6 @@ package final class _Lock: ManagedBuffer<_Lock.Header, UInt64> {
         #endif
         let result = pthread_mutex_init(mutex, &attributes)
         _require(result == 0, "_Lock.make: pthread_mutex_init failed with \(result)")
-        return lock
     }
 
     deinit {

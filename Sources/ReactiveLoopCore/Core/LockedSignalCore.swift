@@ -96,8 +96,8 @@ final class _LockedSignalCore<Value, Error: Swift.Error> {
         }
         stateLock.unlock()
         guard !wasTerminated else { return }
-        for subscription in observers where !subscription.isDisposed.load(ordering: .relaxed) {
-            if case let .value(value) = event, subscription.hasValueShortcut {
+        for subscription in observers where !subscription.isDisposed {
+            if case let .value(value) = event, subscription.takesValuesByShortcut {
                 subscription.valueAction(value)
             } else {
                 subscription.action(event)
@@ -108,12 +108,12 @@ final class _LockedSignalCore<Value, Error: Swift.Error> {
 
     @inlinable
     func activate(_ subscription: Subscription) {
-        guard !subscription.isDisposed.load(ordering: .relaxed) else { return }
+        guard !subscription.isDisposed else { return }
         stateLock.lock()
         let accepted = !isTerminated
         if accepted { observers.append(subscription) }
         stateLock.unlock()
-        if !accepted { subscription.observer.action(.interrupted) }
+        if !accepted { subscription.action(.interrupted) }
     }
 
     @inlinable
@@ -137,7 +137,7 @@ final class _LockedSignalCore<Value, Error: Swift.Error> {
 
     @inlinable
     func remove(_ subscription: Subscription) {
-        subscription.isDisposed.store(true, ordering: .releasing)
+        subscription.markDisposed()
         stateLock.lock()
         observers.removeAll { $0 === subscription }
         let shouldEnd = observers.isEmpty && !isReferenced && !isTerminated

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A value and the signal of its changes, updated so that observers see changes in exactly the
 /// order they were made.
 ///
@@ -8,57 +16,114 @@
 /// The storage holds the core, not a `Signal` handle: whoever owns the property holds the
 /// handle, so that the run feeding a derived property can hold its storage strongly (no weak
 /// load per change) without keeping the streams alive.
+///
+/// It is thread safe, though not `Sendable` (`ManagedBuffer` is not): what holds one says so in
+/// its own `@unchecked Sendable`.
 @usableFromInline
-final class _PropertyStorage<Value> {
-    @usableFromInline let core: _SignalCore<Value, Never>
-    @usableFromInline let lock = _Lock.make()
-    // Protected by lock; changed only by the owner of core's delivery.
-    @usableFromInline var current: Value
+final class _PropertyStorage<Value>: ManagedBuffer<Value, UInt64> {
+    // The buffer's header is the current value (protected by the mutex; changed only by the
+    // owner of the core's delivery). Its elements are words: the first holds the signal core,
+    // retained by the storage and unmanaged, so that a change calls the core without retaining
+    // it (a core is weakly referenced by its observers' disposables, so its reference count
+    // lives in a side table, where every retain is slow); the next ones hold the mutex that
+    // guards the value, in the storage's own allocation (one object where a lock object made
+    // two). Each is reached through its own pointer, so that no access to one overlaps another.
 
-    @usableFromInline
-    init(_ initial: Value, core: _SignalCore<Value, Never> = _SignalCore()) {
-        current = initial
-        self.core = core
+    /// Makes a storage holding `initial`, delivering its changes through `core`.
+    @inlinable
+    static func make(_ initial: Value, core: _SignalCore<Value, Never> = _SignalCore()) -> _PropertyStorage {
+        let made = create(minimumCapacity: 1 + _Lock.mutexWords) { _ in initial }
+        let storage = unsafeDowncast(made, to: _PropertyStorage.self)
+        storage.withUnsafeMutablePointerToElements { words in
+            UnsafeMutableRawPointer(words).storeBytes(
+                of: .passRetained(core), as: Unmanaged<_SignalCore<Value, Never>>.self)
+            _Lock.initializeMutex(at: words + 1)
+        }
+        return storage
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        unmanagedCore.release()
+    }
+
+    /// The signal core, not retained (the storage keeps it).
+    @inlinable
+    var unmanagedCore: Unmanaged<_SignalCore<Value, Never>> {
+        withUnsafeMutablePointerToElements { UnsafeRawPointer($0).load(as: Unmanaged<_SignalCore<Value, Never>>.self) }
+    }
+
+    /// The signal core the changes go through.
+    @inlinable
+    var core: _SignalCore<Value, Never> { unmanagedCore.takeUnretainedValue() }
+
+    /// Calls `body` with the core, not retained.
+    @inlinable @inline(__always)
+    func withCore<Result>(_ body: (_SignalCore<Value, Never>) throws -> Result) rethrows -> Result {
+        try unmanagedCore._withUnsafeGuaranteedRef(body)
+    }
+
+    /// The mutex guarding the value, in this object's allocation.
+    @inlinable
+    var mutex: UnsafeMutablePointer<pthread_mutex_t> {
+        withUnsafeMutablePointerToElements {
+            UnsafeMutableRawPointer($0 + 1).assumingMemoryBound(to: pthread_mutex_t.self)
+        }
     }
 
     @inlinable
-    var value: Value { lock.withLock { current } }
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try withUnsafeMutablePointerToHeader { try body(&$0.pointee) }
+    }
+
+    @inlinable
+    var value: Value { withLock { $0 } }
 
     @inlinable
     func set(_ newValue: Value) {
-        let owned = core.beginExclusive()
-        lock.withLock { current = newValue }
-        core.endExclusive(delivering: .value(newValue), owned: owned)
+        withCore { core in
+            let owned = core.beginExclusive()
+            withLock { $0 = newValue }
+            core.endExclusive(delivering: .value(newValue), owned: owned)
+        }
     }
 
     @inlinable
     func swap(_ newValue: Value) -> Value {
-        let owned = core.beginExclusive()
-        let old: Value = lock.withLock {
-            defer { current = newValue }
-            return current
+        withCore { core in
+            let owned = core.beginExclusive()
+            let old: Value = withLock { current in
+                defer { current = newValue }
+                return current
+            }
+            core.endExclusive(delivering: .value(newValue), owned: owned)
+            return old
         }
-        core.endExclusive(delivering: .value(newValue), owned: owned)
-        return old
     }
 
     @inlinable
     func modify<Result>(_ action: (inout Value) throws -> Result) rethrows -> Result {
-        let owned = core.beginExclusive()
-        var event: Signal<Value, Never>.Event?
-        defer { core.endExclusive(delivering: event, owned: owned) }
-        lock.lock()
-        defer { lock.unlock() }
-        let result = try action(&current)
-        event = .value(current)
-        return result
+        try withCore { core in
+            let owned = core.beginExclusive()
+            var event: Signal<Value, Never>.Event?
+            defer { core.endExclusive(delivering: event, owned: owned) }
+            return try withLock { current in
+                let result = try action(&current)
+                event = .value(current)
+                return result
+            }
+        }
     }
 
     @inlinable
     func withValue<Result>(_ action: (Value) throws -> Result) rethrows -> Result {
-        let owned = core.beginExclusive()
-        defer { core.endExclusive(delivering: nil, owned: owned) }
-        return try action(value)
+        try withCore { core in
+            let owned = core.beginExclusive()
+            defer { core.endExclusive(delivering: nil, owned: owned) }
+            return try action(value)
+        }
     }
 
     func complete() { core.send(.completed) }
@@ -76,12 +141,12 @@ final class _PropertyStorage<Value> {
     func producer(keeping signal: Signal<Value, Never>) -> SignalProducer<Value, Never> {
         SignalProducer { [self, signal] observer, lifetime in
             _ = signal
-            let owned = core.beginExclusive()
-            observer.send(value: value)
-            lifetime += core.observe(observer, ifTerminated: .completed)
-            core.endExclusive(delivering: nil, owned: owned)
+            withCore { core in
+                let owned = core.beginExclusive()
+                observer.send(value: value)
+                lifetime += core.observe(observer, ifTerminated: .completed)
+                core.endExclusive(delivering: nil, owned: owned)
+            }
         }
     }
 }
-
-extension _PropertyStorage: @unchecked Sendable {}  // See the type's documentation.

@@ -58,7 +58,7 @@ protocol _SerialDelivery<Value, Failure>: AnyObject {
     /// A terminal event posted by a thread that does not own delivery. Guarded by `parkingLock`.
     var posted: Event? { get set }
     /// Senders waiting for ownership. Guarded by `parkingLock`.
-    var waiterCount: Int { get set }
+    var waiterCount: Int32 { get set }
     /// Debug builds report a long wait once per delivery. Guarded by `parkingLock`.
     var didReportLongWait: Bool { get set }
     /// How a report of a long wait names what it waits for.

@@ -26,7 +26,7 @@ final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler, _Serial
     // Protected by `parkingLock`.
     @usableFromInline var posted: Event?
     // Protected by `parkingLock`.
-    @usableFromInline var waiterCount = 0
+    @usableFromInline var waiterCount: Int32 = 0
     // Protected by `parkingLock`.
     @usableFromInline var didReportLongWait = false
 

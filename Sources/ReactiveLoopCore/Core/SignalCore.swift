@@ -11,21 +11,59 @@ final class _Subscription<Value, Error: Swift.Error> {
     /// `action`); else a closure never called. Not optional: calling an optional closure stored
     /// in a class copies and retains it, on every value.
     @usableFromInline let valueAction: (Value) -> Void
-    @usableFromInline let hasValueShortcut: Bool
-    @usableFromInline let observer: Observer
-    @usableFromInline let isDisposed = Synchronization.Atomic<Bool>(false)
+    /// The observer object, kept only when releasing it would do something: an input observer
+    /// interrupts its signal when released. Any other observer is just its closures.
+    @usableFromInline let keptObserver: Observer?
+    /// `Self.disposed` once disposed, and `Self.hasValueShortcut` if values go to
+    /// `valueAction`: one load tells a delivery both.
+    @usableFromInline let flags: Synchronization.Atomic<UInt8>
+
+    @inlinable static var disposed: UInt8 { 1 }
+    @inlinable static var hasValueShortcut: UInt8 { 2 }
 
     @inlinable
     init(_ observer: Observer) {
-        self.observer = observer
         self.action = observer.action
+        self.keptObserver = observer.core == nil ? nil : observer
         if let valueAction = observer.valueAction {
             self.valueAction = valueAction
-            self.hasValueShortcut = true
+            self.flags = Synchronization.Atomic(Self.hasValueShortcut)
         } else {
             self.valueAction = { _ in }
-            self.hasValueShortcut = false
+            self.flags = Synchronization.Atomic(0)
         }
+    }
+
+    /// A registration of closures with no observer object: `values` receives every value,
+    /// `action` every other event.
+    @inlinable
+    init(values: @escaping (Value) -> Void, others action: @escaping Observer.Action) {
+        self.action = action
+        self.valueAction = values
+        self.keptObserver = nil
+        self.flags = Synchronization.Atomic(Self.hasValueShortcut)
+    }
+
+    /// A registration of one closure for every event, with no observer object.
+    @inlinable
+    init(events action: @escaping Observer.Action) {
+        self.action = action
+        self.valueAction = { _ in }
+        self.keptObserver = nil
+        self.flags = Synchronization.Atomic(0)
+    }
+
+    /// Whether the registration was disposed (it then receives nothing more).
+    @inlinable
+    var isDisposed: Bool { flags.load(ordering: .relaxed) & Self.disposed != 0 }
+
+    /// Whether values go to `valueAction` rather than `action`.
+    @inlinable
+    var takesValuesByShortcut: Bool { flags.load(ordering: .relaxed) & Self.hasValueShortcut != 0 }
+
+    @inlinable
+    func markDisposed() {
+        flags.bitwiseOr(Self.disposed, ordering: .releasing)
     }
 }
 
@@ -51,30 +89,32 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
     @usableFromInline let stateLock = _Lock.make()
     // Protected by stateLock.
     @usableFromInline var posted: Event?
+    // The small fields side by side, so that they share words (a signal is made per property
+    // and per stateful operator: its size counts).
     // Protected by stateLock.
-    @usableFromInline var waiterCount = 0
+    @usableFromInline var waiterCount: Int32 = 0
+    // Protected by stateLock.
+    @usableFromInline var observerCount: Int32 = 0
+    // Confined to the owner of delivery: how many subscriptions `onlyCallout` or `callouts` holds.
+    @usableFromInline @exclusivity(unchecked) var calloutCount: Int32 = 0
     // Protected by stateLock.
     @usableFromInline var didReportLongWait = false
+    // Protected by stateLock. False once the `Signal` object was released.
+    @usableFromInline var isReferenced = true
 
-    // Confined to the owner of delivery. Owns the subscriptions; change it with `set(_:)`.
-    @usableFromInline @exclusivity(unchecked) var observers: ContiguousArray<Subscription> = []
-    // Confined to the owner of delivery. The same subscriptions in a plain buffer, iterated on
-    // every event with no retain of the buffer or of a subscription (`observers` keeps them
-    // alive). Only `set(_:)` replaces it, and never during a callout: changes are applied by
-    // the owner before or after an event, never in the middle of one. With exactly one
-    // subscription there is no buffer: it is `onlyCallout` (most signals have one observer).
+    // Confined to the owner of delivery; change them with `set(_:)`. The subscriptions, each
+    // retained by the core: with exactly one (most signals have one observer) it is
+    // `onlyCallout`; with more, `callouts`, a plain buffer. A delivery iterates them with no
+    // retain of the buffer or of a subscription. Only `set(_:)` replaces them, and never during
+    // a callout: changes are applied by the owner before or after an event, never in the middle
+    // of one.
     @usableFromInline @exclusivity(unchecked) var callouts: UnsafeMutablePointer<Unmanaged<Subscription>>?
     @usableFromInline @exclusivity(unchecked) var onlyCallout: Unmanaged<Subscription>?
-    @usableFromInline @exclusivity(unchecked) var calloutCount = 0
 
     // Protected by stateLock.
     @usableFromInline var pendingAdds: [Subscription] = []
     // Protected by stateLock.
     @usableFromInline var pendingRemovals: [Subscription] = []
-    // Protected by stateLock.
-    @usableFromInline var observerCount = 0
-    // Protected by stateLock. False once the `Signal` object was released.
-    @usableFromInline var isReferenced = true
     // Protected by stateLock. Disposed after the terminal event was delivered.
     @usableFromInline var resources: (any Disposable)?
 
@@ -93,28 +133,48 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
     @usableFromInline
     var reportName: String { "Signal<\(Value.self), \(Error.self)>" }
 
-    /// Replaces the observers and the plain buffer iterated on every event.
+    /// The subscriptions, still the core's. Owner only.
+    @inlinable
+    var subscriptions: _SubscriptionList<Value, Error> {
+        _SubscriptionList(only: onlyCallout, buffer: callouts, count: Int(calloutCount))
+    }
+
+    /// Replaces the subscriptions (retaining the new ones, then releasing the old ones). Owner
+    /// only.
     @inlinable
     func set(_ newObservers: ContiguousArray<Subscription>) {
-        observers = newObservers
-        callouts?.deallocate()
-        callouts = nil
-        onlyCallout = nil
-        calloutCount = newObservers.count
-        if newObservers.count == 1 { onlyCallout = .passUnretained(newObservers[0]) }
-        guard newObservers.count > 1 else { return }
-        let buffer = UnsafeMutablePointer<Unmanaged<Subscription>>.allocate(capacity: newObservers.count)
-        for (index, subscription) in newObservers.enumerated() {
-            (buffer + index).initialize(to: .passUnretained(subscription))
+        let old = takeSubscriptions()
+        calloutCount = Int32(newObservers.count)
+        if newObservers.count == 1 {
+            onlyCallout = .passRetained(newObservers[0])
+        } else if newObservers.count > 1 {
+            let buffer = UnsafeMutablePointer<Unmanaged<Subscription>>.allocate(capacity: newObservers.count)
+            for (index, subscription) in newObservers.enumerated() {
+                (buffer + index).initialize(to: .passRetained(subscription))
+            }
+            callouts = buffer
         }
-        callouts = buffer
+        // Last: releasing a subscription can run code (an input observer's release interrupts
+        // its signal), which must find this core consistent.
+        old.release()
+    }
+
+    /// Leaves the core with no subscriptions and hands over the ones it had, still retained.
+    @inlinable
+    func takeSubscriptions() -> _SubscriptionList<Value, Error> {
+        defer {
+            onlyCallout = nil
+            callouts = nil
+            calloutCount = 0
+        }
+        return subscriptions
     }
 
     // MARK: Delivering (owner only)
 
     @inlinable @inline(__always)
     func deliver(value: Value, of event: Event) {
-        let count = calloutCount
+        let count = Int(calloutCount)
         if count == 1 {
             return onlyCallout.unsafelyUnwrapped._withUnsafeGuaranteedRef { callOut($0, value: value, of: event) }
         }
@@ -129,8 +189,9 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
     /// Delivers a value to one subscription, unless it was disposed.
     @inlinable @inline(__always)
     func callOut(_ subscription: Subscription, value: Value, of event: Event) {
-        guard !subscription.isDisposed.load(ordering: .relaxed) else { return }
-        if subscription.hasValueShortcut {
+        let flags = subscription.flags.load(ordering: .relaxed)
+        guard flags & Subscription.disposed == 0 else { return }
+        if flags & Subscription.hasValueShortcut != 0 {
             subscription.valueAction(value)
         } else {
             subscription.action(event)
@@ -148,11 +209,11 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
         stateLock.unlock()
 
         apply(adds, removals)
-        let finalObservers = observers
-        set([])
-        for subscription in finalObservers where !subscription.isDisposed.load(ordering: .relaxed) {
-            subscription.observer.action(event)
+        let final = takeSubscriptions()
+        final.forEach { subscription in
+            if !subscription.isDisposed { subscription.action(event) }
         }
+        final.release()
         resources?.dispose()
     }
 
@@ -166,9 +227,9 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
 
     @inlinable
     func activate(_ subscription: Subscription) {
-        guard !subscription.isDisposed.load(ordering: .relaxed) else { return }
+        guard !subscription.isDisposed else { return }
         if hasTerminated {
-            subscription.observer.action(.interrupted)
+            subscription.action(.interrupted)
         } else {
             apply([subscription], [])
         }
@@ -188,11 +249,12 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
     @inlinable
     func apply(_ adds: [Subscription], _ removals: [Subscription]) {
         assertOwner("_SignalCore.apply")
-        // Only touch `observers` when something changed: every change rebuilds `callouts`.
+        // Only when something changed: every change rebuilds the subscriptions.
         guard !adds.isEmpty || !removals.isEmpty else { return }
-        var observers = self.observers
-        if !removals.isEmpty {
-            observers.removeAll { subscription in removals.contains { $0 === subscription } }
+        var observers = ContiguousArray<Subscription>()
+        observers.reserveCapacity(Int(calloutCount) + adds.count)
+        subscriptions.forEach { subscription in
+            if !removals.contains(where: { $0 === subscription }) { observers.append(subscription) }
         }
         observers.append(contentsOf: adds)
         set(observers)
@@ -215,7 +277,24 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
     /// producer completes there, as its signal did).
     @inlinable
     func observe(_ observer: Observer, ifTerminated rejection: Event) -> (any Disposable)? {
-        let subscription = Subscription(observer)
+        register(Subscription(observer), ifTerminated: rejection)
+    }
+
+    /// Registers `action` for values only (no observer object); see `observe(_:)`.
+    @inlinable
+    func observe(values action: @escaping (Value) -> Void) -> (any Disposable)? {
+        register(Subscription(values: action, others: { _ in }), ifTerminated: .interrupted)
+    }
+
+    /// Registers `action` for every event (no observer object); see `observe(_:)`.
+    @inlinable
+    func observe(events action: @escaping Observer.Action) -> (any Disposable)? {
+        register(Subscription(events: action), ifTerminated: .interrupted)
+    }
+
+    /// Registers `subscription`, or sends it `rejection` if the signal had terminated.
+    @inlinable
+    func register(_ subscription: Subscription, ifTerminated rejection: Event) -> (any Disposable)? {
         // From inside a delivery with events queued: take a place in the queue behind them.
         // (The queue is read only once ownership is known.)
         let behindQueued = isOwner(_currentThreadID()) && queueHead < queue.count
@@ -230,7 +309,7 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
         }
         stateLock.unlock()
         guard accepted else {
-            observer.send(rejection)
+            subscription.action(rejection)
             return nil
         }
         if behindQueued {
@@ -243,7 +322,7 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
 
     @inlinable
     func remove(_ subscription: Subscription) {
-        subscription.isDisposed.store(true, ordering: .releasing)
+        subscription.markDisposed()
         stateLock.lock()
         var shouldEnd = false
         if state.load(ordering: .relaxed) & Self.flagTerminated == 0 {
@@ -292,9 +371,50 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
 
 extension _SignalCore: @unchecked Sendable {}  // See the type's documentation for what guards each field.
 
+/// A signal core's subscriptions, as the core holds them (each retained once, for the core):
+/// the one subscription, or a buffer of them.
+@usableFromInline
+struct _SubscriptionList<Value, Error: Swift.Error> {
+    @usableFromInline let only: Unmanaged<_Subscription<Value, Error>>?
+    @usableFromInline let buffer: UnsafeMutablePointer<Unmanaged<_Subscription<Value, Error>>>?
+    @usableFromInline let count: Int
+
+    @inlinable
+    init(
+        only: Unmanaged<_Subscription<Value, Error>>?,
+        buffer: UnsafeMutablePointer<Unmanaged<_Subscription<Value, Error>>>?,
+        count: Int
+    ) {
+        self.only = only
+        self.buffer = buffer
+        self.count = count
+    }
+
+    /// Calls `body` with each, in order of registration.
+    @inlinable
+    func forEach(_ body: (_Subscription<Value, Error>) -> Void) {
+        if let only { return only._withUnsafeGuaranteedRef(body) }
+        guard let buffer else { return }
+        for index in 0..<count { buffer[index]._withUnsafeGuaranteedRef(body) }
+    }
+
+    /// Releases each, and the buffer: only for a list taken out of its core, once.
+    @inlinable
+    func release() {
+        only?.release()
+        guard let buffer else { return }
+        for index in 0..<count { buffer[index].release() }
+        buffer.deallocate()
+    }
+}
+
 /// The disposable `observe` returns: on the first `dispose()` it removes its subscription from
 /// the core, if the core is still there, and lets go of the subscription (and so of the
 /// observer and what its closures capture), even while the disposable itself is kept.
+///
+/// Until then it keeps the subscription, even after the signal terminated: stateful operators
+/// keep their upstream's disposable in their own lifetime, and rely on it to keep the adapter
+/// (and the output's input it holds) for as long as they can still send.
 ///
 /// One allocation where a closure-based disposable with a weak capture took three.
 @usableFromInline
