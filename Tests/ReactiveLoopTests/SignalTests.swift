@@ -185,6 +185,26 @@ struct SignalTests {
         }
     }
 
+    /// On the terminal event, the observers receive it, then the generator's resources are
+    /// released (its lifetime ends), then the observers are.
+    @Test func terminationEndsTheGeneratorsLifetimeBeforeReleasingTheObservers() {
+        var log: [String] = []
+        var input: Signal<Int, Never>.Observer?
+        let signal = Signal<Int, Never> { observer, lifetime in
+            input = observer
+            lifetime.observeEnded { log.append("ended") }
+        }
+        do {
+            let tracked = Tracked { log.append("released") }
+            signal.observe { event in
+                _ = tracked
+                log.append("\(event)")
+            }
+        }
+        input?.sendCompleted()
+        #expect(log == ["COMPLETED", "ended", "released"])
+    }
+
     /// A core that goes away with observers still registered lets go of them.
     @Test func aCoreReleasedWithObserversLetsGoOfThem() {
         var released = false

@@ -213,8 +213,9 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
         final.forEach { subscription in
             if !subscription.isDisposed { subscription.action(event) }
         }
-        final.release()
+        // The generator's resources go first, then the observers (as they always have).
         resources?.dispose()
+        final.release()
     }
 
     @inlinable @inline(never)
