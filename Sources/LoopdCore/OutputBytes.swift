@@ -166,13 +166,27 @@ extension OutputBytes {
     /// `bytes` as a JSON string; see `append(jsonString:)`.
     func append(jsonString bytes: UnsafeRawBufferPointer) {
         append(UInt8(ascii: "\""))
-        // Runs of bytes that need no escape (most names are one) are copied at once.
+        // Runs of bytes that need no escape (most names are one) are copied at once, and found
+        // eight bytes at a time.
         var run = 0
-        for index in bytes.indices {
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            if index + 8 <= count {
+                if !Self.needsEscape(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+                    index += 8
+                    continue
+                }
+            } else if count >= 8 && !Self.needsEscape(bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+            {
+                // Fewer than eight left: the last eight bytes (some already seen) in one load.
+                break
+            }
             let byte = bytes[index]
+            index += 1
             guard byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 else { continue }
-            append(bytes: UnsafeRawBufferPointer(rebasing: bytes[run..<index]))
-            run = index + 1
+            append(bytes: UnsafeRawBufferPointer(rebasing: bytes[run..<index - 1]))
+            run = index
             switch byte {
             case UInt8(ascii: "\""): append(ascii: "\\\"")
             case UInt8(ascii: "\\"): append(ascii: "\\\\")
@@ -184,6 +198,19 @@ extension OutputBytes {
         }
         append(bytes: UnsafeRawBufferPointer(rebasing: bytes[run...]))
         append(UInt8(ascii: "\""))
+    }
+
+    /// Whether one of the eight bytes in `word` is `"`, `\` or a control byte (below 0x20).
+    /// Exact, though it does not say which byte: each part subtracts from every byte at once, and
+    /// a borrow between bytes starts only at a byte that matches.
+    @inline(__always)
+    static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let control = (word &- ones &* 0x20) & ~word & highs
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        return control | ((quote &- ones) & ~quote & highs) | ((backslash &- ones) & ~backslash & highs) != 0
     }
 
     /// The lowercase hexadecimal digit of `nibble` (0 to 15).

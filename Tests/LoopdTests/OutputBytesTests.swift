@@ -15,6 +15,49 @@ struct OutputBytesTests {
         return JSONLinesFormat.format(flush, flush.summaries())
     }
 
+    /// JSON strings are scanned eight bytes at a time: every byte value at every position of
+    /// strings of every length up to 24 (three words), and random strings mixing what needs an escape with
+    /// what does not, come out as a byte-by-byte escaper writes them.
+    @Test func aJSONStringIsEscapedWhereverTheBytesToEscapeAre() {
+        func reference(_ bytes: [UInt8]) -> [UInt8] {
+            var out: [UInt8] = [UInt8(ascii: "\"")]
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""): out += Array(#"\""#.utf8)
+                case UInt8(ascii: "\\"): out += Array(#"\\"#.utf8)
+                case 0..<0x20: out += Array(String(format: "\\u%04x", byte).utf8)
+                default: out.append(byte)
+                }
+            }
+            return out + [UInt8(ascii: "\"")]
+        }
+        func written(_ bytes: [UInt8]) -> [UInt8] {
+            let out = OutputBytes(capacity: 16)
+            bytes.withUnsafeBytes { out.append(jsonString: $0) }
+            return out.bytes
+        }
+        var wrong: [[UInt8]] = []
+        for length in 0...24 {
+            for position in 0..<max(length, 1) {
+                for value in UInt8.min...UInt8.max where length > 0 || value == 0 {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    if length > 0 { bytes[position] = value }
+                    if written(bytes) != reference(bytes) { wrong.append(bytes) }
+                }
+            }
+        }
+        var generator = SplitMix64(state: 0x150E)
+        let alphabet: [UInt8] = [
+            0, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF, 0x61, 0x2E,
+        ]
+        for _ in 0..<2_000 {
+            let length = Int(generator.next() % 48)
+            let bytes = (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
+            if written(bytes) != reference(bytes) { wrong.append(bytes) }
+        }
+        #expect(wrong.isEmpty, "\(wrong.prefix(5))")
+    }
+
     @Test func aNumberWithAFractionIsWrittenAsItsDescription() {
         // Values whose shortest form is every length and exponent, from a fixed seed.
         var state: UInt64 = 0x2545_F491_4F6C_DD1D

@@ -195,6 +195,21 @@ struct StatsDParserTests {
         #expect(parser.withKey { Array($0) } == sorted)
     }
 
+    /// A tagless line's key is the kind's byte and the name, copied eight bytes at a time: names
+    /// of every length up to 40, each byte distinct from its neighbours, and a shorter name after
+    /// a longer one (nothing of the longer one is left in the key).
+    @Test func aTaglessKeyIsTheKindAndTheWholeName() {
+        var parser = StatsDParser(maxLineLength: 256)
+        let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ".utf8)
+        for length in [40, 1, 39, 7, 8, 9, 15, 16, 17, 2, 24, 23, 25, 33, 32, 31] + Array(1...40) {
+            let name = String(decoding: letters[..<length], as: UTF8.self)
+            let key = [MetricKind.gauge.rawValue] + Array(name.utf8)
+            #expect(parse(&parser, name + ":1|g") == nil)
+            #expect(parser.withKey { Array($0) } == key, "length \(length)")
+            #expect(parser.keyHash == key.withUnsafeBytes { StatsDParser.hash($0) }, "length \(length)")
+        }
+    }
+
     @Test func theKeyTellsKindsApart() {
         var parser = StatsDParser(maxLineLength: 256)
         #expect(parse(&parser, "x:1|c") == nil)
