@@ -177,8 +177,7 @@ extension OutputBytes {
                     index += 8
                     continue
                 }
-            } else if count >= 8 && !Self.needsEscape(bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
-            {
+            } else if count >= 8 && !Self.needsEscape(bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)) {
                 // Fewer than eight left: the last eight bytes (some already seen) in one load.
                 break
             }

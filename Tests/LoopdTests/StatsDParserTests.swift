@@ -196,8 +196,8 @@ struct StatsDParserTests {
     }
 
     /// A tagless line's key is the kind's byte and the name, copied eight bytes at a time: names
-    /// of every length up to 40, each byte distinct from its neighbours, and a shorter name after
-    /// a longer one (nothing of the longer one is left in the key).
+    /// of every length up to 40, each byte distinct from its neighbours, in an order where
+    /// shorter names follow longer ones.
     @Test func aTaglessKeyIsTheKindAndTheWholeName() {
         var parser = StatsDParser(maxLineLength: 256)
         let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ".utf8)
