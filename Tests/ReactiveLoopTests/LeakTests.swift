@@ -137,6 +137,21 @@ struct LeakTests {
         #expect(innerEnded.value == 3)
     }
 
+    /// A property lets go of its value when it is released, and of each value it replaces.
+    @Test func mutablePropertyReleasesItsValues() {
+        var released: [Int] = []
+        do {
+            let property = MutableProperty(Tracked { released.append(1) })
+            property.value = Tracked { released.append(2) }
+            #expect(released == [1])
+            property.modify { $0 = Tracked { released.append(3) } }
+            #expect(released == [1, 2])
+            _ = property.swap(Tracked { released.append(4) })
+            #expect(released == [1, 2, 3])
+        }
+        #expect(released == [1, 2, 3, 4])
+    }
+
     @Test func mutablePropertyIsReleasedAndCompletesItsSignal() {
         weak var weakProperty: MutableProperty<Int>?
         let completed = Box(false)
