@@ -33,7 +33,12 @@ public class Lifetime {
 
     /// Whether the lifetime has ended.
     @inlinable
-    public var hasEnded: Bool { (_target ?? self)._state.load(ordering: .acquiring) & 1 != 0 }
+    public var hasEnded: Bool {
+        // Not `(_target ?? self)`: that makes a strong reference (a retain and a release) on
+        // every check, and a synchronous producer checks after each value.
+        if let _target { return _target._state.load(ordering: .acquiring) & 1 != 0 }
+        return _state.load(ordering: .acquiring) & 1 != 0
+    }
 
     /// A signal that completes when the lifetime ends, or that is already completed.
     public var ended: Signal<Never, Never> {

@@ -22,6 +22,7 @@ public final class MutableProperty<Value>: ComposableMutablePropertyProtocol {
     public let signal: Signal<Value, Never>
 
     /// The current value, then every change; completes when the property goes away.
+    @inlinable
     public var producer: SignalProducer<Value, Never> { storage.producer(keeping: signal) }
 
     /// The current value. Setting it delivers the new value to every observer before returning

@@ -107,11 +107,10 @@ extension Signal {
         /// operator's adapter), so that a value crosses a chain of operators as a plain argument.
         @inlinable
         public func send(value: Value) {
-            if let valueAction {
-                valueAction(value)
-            } else {
-                send(.value(value))
-            }
+            // Called through the optional in place: binding it to a constant would copy the
+            // closure, a retain and a release on every value.
+            guard valueAction != nil else { return send(.value(value)) }
+            valueAction?(value)
         }
 
         /// Sends a `failed` event, which ends the stream.

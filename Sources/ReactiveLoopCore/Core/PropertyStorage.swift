@@ -137,7 +137,10 @@ final class _PropertyStorage<Value>: ManagedBuffer<Value, UInt64> {
     ///
     /// - Parameter signal: The property's signal handle, which the producer keeps alive so that
     ///   the streams outlive the property object for as long as the producer is held.
-    @usableFromInline
+    ///
+    /// Inlinable, so that the run specializes for the value's type in the caller (generic code
+    /// run unspecialized makes a context for each closure it forms, for the type's metadata).
+    @inlinable
     func producer(keeping signal: Signal<Value, Never>) -> SignalProducer<Value, Never> {
         SignalProducer { [self, signal] observer, lifetime in
             _ = signal
