@@ -8,8 +8,9 @@ final class _Subscription<Value, Error: Swift.Error> {
     /// The observer's action, held directly to save a hop on every event.
     @usableFromInline let action: Observer.Action
     /// The observer's `valueAction`, if it has one (then it receives values instead of
-    /// `action`); else a closure never called. Not optional: calling an optional closure stored
-    /// in a class copies and retains it, on every value.
+    /// `action`); else a closure never called. Not optional, so that the delivery reads one flag
+    /// byte (disposed, has a shortcut) and calls a closure it never binds: binding an optional
+    /// closure stored in a class to a constant copies it, a retain and a release per value.
     @usableFromInline let valueAction: (Value) -> Void
     /// The observer object, kept only when releasing it would do something: an input observer
     /// interrupts its signal when released. Any other observer is just its closures.
