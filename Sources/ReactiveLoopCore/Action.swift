@@ -23,6 +23,15 @@ public final class Action<Input, Output, Error: Swift.Error> {
     @usableFromInline let state: _PropertyStorage<_ActionState>
     @usableFromInline let eventsInput: Signal<Signal<Output, Error>.Event, Never>.Observer
     @usableFromInline let disabledErrorsInput: Signal<(), Never>.Observer
+    /// The observer of the run whose execution is running, or nil: an action runs one execution
+    /// at a time, so it keeps that run's observer itself, and an execution needs no object of
+    /// its own.
+    ///
+    /// Set by `_execute` inside the state lock that marks the action executing, and cleared by
+    /// the execution's terminal event before the lock that marks it idle: the next execution's
+    /// write follows that lock, and the running execution's events, which are serial, read it
+    /// in between.
+    @usableFromInline @exclusivity(unchecked) var _executionObserver: Signal<Output, ActionError<Error>>.Observer?
     /// The property the action was created with: the action keeps it alive, as in ReactiveSwift.
     private let userState: AnyObject
     /// `isExecuting` and `isEnabled`, made the first time either is asked for: until then a
@@ -152,6 +161,7 @@ public final class Action<Input, Output, Error: Swift.Error> {
         let value: AnyObject? = state.modify { state in
             guard state.isEnabled else { return nil }
             state.isExecuting = true
+            _executionObserver = observer
             return state.value
         }
         guard let value else {
@@ -159,12 +169,37 @@ public final class Action<Input, Output, Error: Swift.Error> {
             disabledErrorsInput.send(value: ())
             return
         }
-        let execution = _ActionExecution(observer, action: self)
+        // The execution's observer holds the action, as ReactiveSwift's does, so that all of its
+        // events reach `events`.
         execute(value, input)._run(
             Signal<Output, Error>.Observer(
-                { [execution] event in execution.receive(event) },
-                values: { [execution] value in execution.receive(value) }),
+                { [self] event in _executionReceive(event) }, values: { [self] value in _executionReceive(value) }),
             lifetime)
+    }
+
+    /// Forwards a value of the running execution to its run and to `events`.
+    @inlinable
+    func _executionReceive(_ value: Output) {
+        _executionObserver?.send(value: value)
+        eventsInput.send(value: .value(value))
+    }
+
+    /// Forwards an event of the running execution to its run and to `events`. A terminal event
+    /// marks the action idle before the run sees it, so that a completion handler can apply the
+    /// action once more.
+    @inlinable
+    func _executionReceive(_ event: Signal<Output, Error>.Event) {
+        guard event.isTerminating else {
+            _executionObserver?.send(event.mapError(ActionError.producerFailed))
+            return eventsInput.send(value: event)
+        }
+        guard let observer = _executionObserver else { return }
+        state.modify { state in
+            _executionObserver = nil
+            state.isExecuting = false
+        }
+        observer.send(event.mapError(ActionError.producerFailed))
+        eventsInput.send(value: event)
     }
 
     /// `isExecuting` and `isEnabled`, made on first use from the state's current value.
@@ -220,39 +255,6 @@ final class _ActionValue<Value> {
     @usableFromInline
     init(_ value: Value) { self.value = value }
 }
-
-/// One execution of an action: forwards its events to the run of `apply` that started it and
-/// to the action's `events`, and marks the action idle when it terminates.
-@usableFromInline
-final class _ActionExecution<Input, Output, Error: Swift.Error> {
-    @usableFromInline let observer: Signal<Output, ActionError<Error>>.Observer
-    /// Kept alive while the execution runs, as ReactiveSwift does, so that all of its events
-    /// reach the action's `events`.
-    @usableFromInline let action: Action<Input, Output, Error>
-
-    @inlinable
-    init(_ observer: Signal<Output, ActionError<Error>>.Observer, action: Action<Input, Output, Error>) {
-        self.observer = observer
-        self.action = action
-    }
-
-    @inlinable
-    func receive(_ value: Output) {
-        observer.send(value: value)
-        action.eventsInput.send(value: .value(value))
-    }
-
-    @inlinable
-    func receive(_ event: Signal<Output, Error>.Event) {
-        // Enabled again before the terminal event is seen, so that a completion handler can
-        // apply the action once more.
-        if event.isTerminating { action.state.modify { $0.isExecuting = false } }
-        observer.send(event.mapError(ActionError.producerFailed))
-        action.eventsInput.send(value: event)
-    }
-}
-
-extension _ActionExecution: @unchecked Sendable {}  // Used by the execution's serial delivery.
 
 /// An action's `isExecuting` and `isEnabled`: one observer of the action's state sets each,
 /// only when it changes. The state's core calls it serially, in the order of the changes.

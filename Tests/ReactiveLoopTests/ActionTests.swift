@@ -181,6 +181,40 @@ struct ActionTests {
         #expect(runs.value == 2)
     }
 
+    /// A run applied from the completion handler of another gets its own execution's events
+    /// only, and the first run still gets its terminal event after the second has finished.
+    @Test func aRunAppliedFromACompletionHandlerGetsOnlyItsOwnEvents() {
+        let action = Action<Int, Int, Never> { SignalProducer(value: $0) }
+        let events = Recorder<Signal<Int, Never>.Event, Never>()
+        action.events.observe(events.observer)
+        let first = Recorder<Int, ActionError<Never>>()
+        let second = Recorder<Int, ActionError<Never>>()
+        action.apply(1).start(
+            Signal.Observer { event in
+                first.observer.send(event)
+                if event.isCompleted { action.apply(2).start(second.observer) }
+            })
+        #expect(first.events == [.value(1), .completed])
+        #expect(second.events == [.value(2), .completed])
+        #expect(events.values == [.value(1), .value(2), .completed, .completed])
+        #expect(!action.isExecuting.value)
+    }
+
+    /// Once an execution has terminated, nothing of its run is kept by the action.
+    @Test func aFinishedExecutionLeavesNothingOfItsRunInTheAction() {
+        let (work, workInput) = Signal<Int, Never>.pipe()
+        let action = Action<Void, Int, Never> { SignalProducer(work) }
+        weak var weakRun: AnyObject?
+        do {
+            let run = action.apply().start() as AnyObject
+            weakRun = run
+        }
+        #expect(weakRun != nil)  // Running: the execution holds it.
+        workInput.sendCompleted()
+        #expect(weakRun == nil)
+        #expect(action.isEnabled.value)
+    }
+
     @Test func disposingARunInterruptsTheExecution() {
         let interrupted = Box(false)
         let action = Action<Void, Int, Never> { SignalProducer.never.on(interrupted: { interrupted.value = true }) }

@@ -206,8 +206,8 @@ struct StressTests {
 
 extension StressTests {
     /// An action applied from four threads at once runs one execution at a time: every apply
-    /// either runs or fails with `disabled`, `isExecuting` alternates between `false` and
-    /// `true` (never twice the same), and it ends `false`. The recorder keeps plain state, so
+    /// either runs (and gets its own input back) or fails with `disabled`, `isExecuting`
+    /// alternates between `false` and `true` (never twice the same), and it ends `false`. The recorder keeps plain state, so
     /// an overlapping delivery is a race under `--sanitize=thread`.
     @Test func anActionAppliedFromFourThreadsRunsOneExecutionAtATime() {
         final class Recorded: @unchecked Sendable {  // Written only by serial deliveries.
@@ -220,17 +220,22 @@ extension StressTests {
         action.isExecuting.producer.startWithValues { recorded.executing.append($0) }
         let ran = Atomic<Int>(0)
         let disabled = Atomic<Int>(0)
+        let misdelivered = Atomic<Int>(0)  // Values that reached another apply's run.
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             for index in 0..<perThread {
-                action.apply(thread * perThread + index).startWithResult { result in
+                let input = thread * perThread + index
+                action.apply(input).startWithResult { result in
                     switch result {
-                    case .success: ran.wrappingAdd(1, ordering: .relaxed)
+                    case let .success(value):
+                        ran.wrappingAdd(1, ordering: .relaxed)
+                        if value != input { misdelivered.wrappingAdd(1, ordering: .relaxed) }
                     case .failure: disabled.wrappingAdd(1, ordering: .relaxed)
                     }
                 }
             }
         }
         let runs = ran.load(ordering: .relaxed)
+        #expect(misdelivered.load(ordering: .relaxed) == 0)
         #expect(runs + disabled.load(ordering: .relaxed) == threads * perThread)
         #expect(runs > 0)
         #expect(recorded.executing.count == 1 + 2 * runs)
@@ -238,6 +243,45 @@ extension StressTests {
         #expect(recorded.executing.last == false)
         #expect(!action.isExecuting.value)
         #expect(action.isEnabled.value)
+    }
+
+    /// Executions that deliver on a queue of their own, applied from three threads that each
+    /// wait for their run to end before applying again: every run gets its own input back or
+    /// `disabled`, and exactly once.
+    @Test func executionsDeliveringOnAQueueReachOnlyTheirOwnRuns() {
+        let perThread = min(Self.valuesPerThread / 100, 1_000)
+        let scheduler = QueueScheduler(queue: DispatchQueue(label: "action-executions"))
+        let action = Action<Int, Int, Never> { SignalProducer(value: $0).start(on: scheduler) }
+        let ran = Atomic<Int>(0)
+        let disabled = Atomic<Int>(0)
+        let wrong = Atomic<Int>(0)  // Values or terminal events that reached another run.
+        DispatchQueue.concurrentPerform(iterations: 3) { thread in
+            for index in 0..<perThread {
+                let input = thread * perThread + index
+                let ended = DispatchSemaphore(value: 0)
+                let received = Box<[Int]>([])
+                action.apply(input).start { event in
+                    switch event {
+                    case let .value(value): received.modify { $0.append(value) }
+                    case .completed:
+                        if received.value != [input] { wrong.wrappingAdd(1, ordering: .relaxed) }
+                        ran.wrappingAdd(1, ordering: .relaxed)
+                        ended.signal()
+                    case .failed(.disabled):
+                        disabled.wrappingAdd(1, ordering: .relaxed)
+                        ended.signal()
+                    case .failed, .interrupted:
+                        wrong.wrappingAdd(1, ordering: .relaxed)
+                        ended.signal()
+                    }
+                }
+                ended.wait()
+            }
+        }
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        #expect(ran.load(ordering: .relaxed) + disabled.load(ordering: .relaxed) == 3 * perThread)
+        #expect(ran.load(ordering: .relaxed) > 0)
+        #expect(!action.isExecuting.value)
     }
 
     /// `isExecuting`, made while three threads apply the action, misses and repeats no change:
