@@ -28,9 +28,11 @@ public final class Action<Input, Output, Error: Swift.Error> {
     /// its own.
     ///
     /// Set by `_execute` inside the state lock that marks the action executing, and cleared by
-    /// the execution's terminal event before the lock that marks it idle: the next execution's
+    /// the execution's terminal event inside the lock that marks it idle: the next execution's
     /// write follows that lock, and the running execution's events, which are serial, read it
-    /// in between.
+    /// in between. This relies on a producer sending nothing after its terminal event, which
+    /// every producer and operator of the module ensures: an event after it would reach the
+    /// next execution's run.
     @usableFromInline @exclusivity(unchecked) var _executionObserver: Signal<Output, ActionError<Error>>.Observer?
     /// The property the action was created with: the action keeps it alive, as in ReactiveSwift.
     private let userState: AnyObject
@@ -325,4 +327,5 @@ extension Action where Input == Void {
     }
 }
 
-extension Action: @unchecked Sendable {}  // Immutable; its properties and pipes are thread safe.
+// Its properties and pipes are thread safe; `_executionObserver` is handed over by the state lock.
+extension Action: @unchecked Sendable {}

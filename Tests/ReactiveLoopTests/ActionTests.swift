@@ -182,7 +182,7 @@ struct ActionTests {
     }
 
     /// A run applied from the completion handler of another gets its own execution's events
-    /// only, and the first run still gets its terminal event after the second has finished.
+    /// only; `action.events` gets the first execution's terminal event after the second's.
     @Test func aRunAppliedFromACompletionHandlerGetsOnlyItsOwnEvents() {
         let action = Action<Int, Int, Never> { SignalProducer(value: $0) }
         let events = Recorder<Signal<Int, Never>.Event, Never>()
@@ -197,6 +197,25 @@ struct ActionTests {
         #expect(first.events == [.value(1), .completed])
         #expect(second.events == [.value(2), .completed])
         #expect(events.values == [.value(1), .value(2), .completed, .completed])
+        #expect(!action.isExecuting.value)
+    }
+
+    /// Regression: an execution whose producer completed twice (`materialize()` then
+    /// `dematerialize()` did) completed the next execution, applied from the first one's
+    /// completion handler, before it could send its value.
+    @Test func aSecondTerminalEventOfAnExecutionNeverReachesTheNextOne() {
+        let scheduler = TestScheduler()
+        let action = Action<Int, Int, Never> { input in
+            input == 0
+                ? SignalProducer(value: 0).materialize().dematerialize()
+                : SignalProducer(value: input).delay(1, on: scheduler)
+        }
+        let second = Recorder<Int, ActionError<Never>>()
+        action.apply(0).startWithCompleted { action.apply(1).start(second.observer) }
+        #expect(second.events.isEmpty)
+        #expect(action.isExecuting.value)
+        scheduler.advance(by: .seconds(1))
+        #expect(second.events == [.value(1), .completed])
         #expect(!action.isExecuting.value)
     }
 

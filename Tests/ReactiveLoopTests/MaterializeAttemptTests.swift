@@ -28,6 +28,46 @@ struct MaterializeTests {
         #expect(viaSignal.events == [.value(3), .completed])
     }
 
+    /// Regression: the adapters forwarded everything, so `materialize()` then `dematerialize()`
+    /// completed twice (the materialized `completed`, then the upstream's own), and a value
+    /// after a terminal one went through. A view or a producer's adapters have no core to
+    /// drop them.
+    @Test func dematerializeEndsAtTheFirstTerminalEvent() {
+        let (events, eventsInput) = Signal<Signal<Int, TestError>.Event, Never>.pipe()
+        var received: [Signal<Int, TestError>.Event] = []
+        events.dematerialize().observe(Signal.Observer { received.append($0) })
+        eventsInput.send(value: .value(1))
+        eventsInput.send(value: .completed)
+        eventsInput.send(value: .value(2))
+        eventsInput.sendCompleted()
+        #expect(received == [.value(1), .completed])
+
+        let (values, valuesInput) = Signal<Int, TestError>.pipe()
+        var roundTrip: [Signal<Int, TestError>.Event] = []
+        values.materialize().dematerialize().observe(Signal.Observer { roundTrip.append($0) })
+        valuesInput.send(value: 3)
+        valuesInput.sendCompleted()
+        #expect(roundTrip == [.value(3), .completed])
+
+        var completions = 0
+        SignalProducer<Int, TestError>(value: 4).materialize().dematerialize().on(completed: { completions += 1 })
+            .start()
+        #expect(completions == 1)
+
+        let (results, resultsInput) = Signal<Result<Int, TestError>, Never>.pipe()
+        var fromResults: [Signal<Int, TestError>.Event] = []
+        results.dematerializeResults().observe(Signal.Observer { fromResults.append($0) })
+        resultsInput.send(value: .failure(TestError(code: 6)))
+        resultsInput.send(value: .success(7))
+        resultsInput.sendCompleted()
+        #expect(fromResults == [.failed(TestError(code: 6))])
+
+        var interruptions = 0
+        SignalProducer<Result<Int, TestError>, Never>(value: .failure(TestError(code: 8))).dematerializeResults()
+            .on(interrupted: { interruptions += 1 }).start()
+        #expect(interruptions == 0)
+    }
+
     @Test func resultFormsRoundTrip() {
         let results = Recorder<Result<Int, TestError>, Never>()
         SignalProducer<Int, TestError>(value: 1).concat(error: TestError(code: 4)).materializeResults()

@@ -32,17 +32,28 @@ enum _Materialize {
         }
     }
 
+    // The two below end their stream at the first terminal event they make and drop what
+    // follows: the upstream's own terminal event after a materialized one (`materialize()`
+    // then `dematerialize()` completes once), and anything sent after a terminal value. A
+    // view or a producer adapter has no core to drop it. The flag is confined to the
+    // observation's deliveries, which are serial.
+
     @inlinable
     static func dematerialize<Inner: EventProtocol>() -> (Signal<Inner.Value, Inner.Error>.Observer) ->
         Signal<Inner, Never>.Observer
     {
         { downstream in
-            Signal<Inner, Never>.Observer { event in
+            var ended = false
+            return Signal<Inner, Never>.Observer { event in
+                guard !ended else { return }
+                let output: Signal<Inner.Value, Inner.Error>.Event
                 switch event {
-                case let .value(inner): downstream.send(inner.event)
-                case .completed: downstream.sendCompleted()
-                case .interrupted: downstream.sendInterrupted()
+                case let .value(inner): output = inner.event
+                case .completed: output = .completed
+                case .interrupted: output = .interrupted
                 }
+                if output.isTerminating { ended = true }
+                downstream.send(output)
             }
         }
     }
@@ -50,12 +61,20 @@ enum _Materialize {
     @inlinable
     static func dematerializeResults<S, F>() -> (Signal<S, F>.Observer) -> Signal<Result<S, F>, Never>.Observer {
         { downstream in
-            Signal<Result<S, F>, Never>.Observer { event in
+            var ended = false
+            return Signal<Result<S, F>, Never>.Observer { event in
+                guard !ended else { return }
                 switch event {
-                case let .value(.success(value)): downstream.send(value: value)
-                case let .value(.failure(error)): downstream.send(error: error)
-                case .completed: downstream.sendCompleted()
-                case .interrupted: downstream.sendInterrupted()
+                case let .value(.success(value)): return downstream.send(value: value)
+                case let .value(.failure(error)):
+                    ended = true
+                    downstream.send(error: error)
+                case .completed:
+                    ended = true
+                    downstream.sendCompleted()
+                case .interrupted:
+                    ended = true
+                    downstream.sendInterrupted()
                 }
             }
         }
