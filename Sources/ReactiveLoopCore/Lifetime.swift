@@ -16,10 +16,12 @@ import Synchronization
 ///
 /// - Note: A lifetime costs one object until something is attached to it; the first attachment
 ///   adds the list that holds them (one object, with its mutex inside), and each attachment is
-///   one object, which is also the disposable that detaches it. (A producer run's own
-///   interruption takes an inline slot instead, when it is attached first, as it usually is.) Checking `hasEnded` is one
-///   atomic load. A producer's run is itself a lifetime (see `SignalProducer.start(_:)`), which
-///   is why this class is not `final`; it is not `open`, so only this module subclasses it.
+///   one object, which is also the disposable that detaches it. (The module's own first
+///   attachment, such as a producer run's interruption or an operator's observation of its
+///   upstream, takes an inline slot instead; a producer run has a second one.) Checking
+///   `hasEnded` is one atomic load. A
+///   producer's run is itself a lifetime (see `SignalProducer.start(_:)`), which is why this
+///   class is not `final`; it is not `open`, so only this module subclasses it.
 public class Lifetime {
     /// The lifetime that holds the state, when this one was made with `init(_ token:)`.
     @usableFromInline let _target: Lifetime?
@@ -120,8 +122,9 @@ public class Lifetime {
     }
 
     /// Runs `handler.lifetimeEnded()` when the lifetime ends, or now if it has ended. While
-    /// nothing is attached yet, this costs no allocation: the handler takes the lifetime's one
-    /// inline slot (a producer run's serializing input uses it). It cannot be detached.
+    /// nothing is attached to the list yet, this costs no allocation: the handler takes the
+    /// lifetime's inline slot (a producer run's serializing input takes it), or a producer
+    /// run's second one. It cannot be detached.
     @usableFromInline
     final func _attachFirst(_ handler: _LifetimeEndHandler) {
         let lifetime = _target ?? self
@@ -129,34 +132,60 @@ public class Lifetime {
             let bits = UInt(bitPattern: Unmanaged.passRetained(handler).toOpaque())
             if lifetime._first.compareExchange(expected: 0, desired: bits, ordering: .sequentiallyConsistent).exchanged
             {
-                // Ended meanwhile: `_end` may have looked at the slot before we filled it.
-                if lifetime._state.load(ordering: .sequentiallyConsistent) & 1 != 0 { lifetime._runFirst() }
+                // Ended meanwhile: `_end` may have looked at the slot before we filled it. Only
+                // this slot: another one's handler is the ender's to run.
+                if lifetime._state.load(ordering: .sequentiallyConsistent) & 1 != 0 { Self._runSlot(lifetime._first) }
                 return
             }
+            // The second slot only once the first is taken, so that they run in the order filled.
+            if lifetime._fillSecondSlot(bits) { return }
             Unmanaged.passUnretained(handler).release()
         }
         _ = lifetime._attach(.action { handler.lifetimeEnded() })
     }
 
-    /// Runs the handler in the inline slot, if nobody has taken it yet.
-    final func _runFirst() {
-        // A load first: most lifetimes never fill the slot, and a load is cheaper than the
+    /// Disposes `disposable` when the lifetime ends, as `+=` does, in an inline slot when it is
+    /// a signal core's observation (an `_Unsubscriber`, the one `Disposable` that is a
+    /// `_LifetimeEndHandler`) and a slot is free: for the module's attachments whose detaching
+    /// disposable nobody keeps.
+    @usableFromInline
+    final func _attachDisposing(_ disposable: (any Disposable)?) {
+        guard let disposable else { return }
+        if let handler = disposable as? _LifetimeEndHandler { return _attachFirst(handler) }
+        _ = (_target ?? self)._attach(.disposable(disposable))
+    }
+
+    /// Puts the retained handler at `bits` in a second inline slot, if the lifetime has one and
+    /// it is free (a producer run's, see `_RunLifetime`), running it at once if the lifetime
+    /// ended meanwhile. Plain lifetimes have none: they stay one word smaller.
+    @usableFromInline
+    func _fillSecondSlot(_ bits: UInt) -> Bool { false }
+
+    /// Runs the handler in the second inline slot, if there is one; `_end` calls it after the
+    /// first slot's.
+    @usableFromInline
+    func _runSecondSlot() {}
+
+    /// Runs the handler in `slot`, if nobody has taken it yet.
+    static func _runSlot(_ slot: borrowing Synchronization.Atomic<UInt>) {
+        // A load first: most lifetimes never fill a slot, and a load is cheaper than the
         // exchange. Sequentially consistent with `_attachFirst`'s publish-then-check, so either
         // the load sees the handler or the attacher sees the end and runs it itself.
-        guard _first.load(ordering: .sequentiallyConsistent) != 0 else { return }
-        let bits = _first.exchange(0, ordering: .sequentiallyConsistent)
+        guard slot.load(ordering: .sequentiallyConsistent) != 0 else { return }
+        let bits = slot.exchange(0, ordering: .sequentiallyConsistent)
         guard bits != 0 else { return }
         Unmanaged<_LifetimeEndHandler>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
             .lifetimeEnded()
     }
 
-    /// Ends the lifetime: runs what is attached, in order (the inline slot, which is only filled
-    /// while nothing else is attached, first). Later calls do nothing.
+    /// Ends the lifetime: runs what is attached, in order (the inline slots, which are only
+    /// filled while nothing else is attached, first). Later calls do nothing.
     @usableFromInline
     final func _end() {
         let previous = _state.bitwiseOr(1, ordering: .sequentiallyConsistent).oldValue
         guard previous & 1 == 0 else { return }
-        _runFirst()
+        Self._runSlot(_first)
+        _runSecondSlot()
         guard previous != 0 else { return }
         Unmanaged<_LifetimeObservers>.fromOpaque(UnsafeRawPointer(bitPattern: previous)!)
             ._withUnsafeGuaranteedRef { $0.end() }

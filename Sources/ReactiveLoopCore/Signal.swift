@@ -165,7 +165,7 @@ extension Signal {
     @inlinable
     func _lift<U, F>(_ adapter: @escaping (Signal<U, F>.Observer, Lifetime) -> Observer) -> Signal<U, F> {
         Signal<U, F> { output, lifetime in
-            lifetime += self.observe(adapter(output, lifetime))
+            lifetime._attachDisposing(self.observe(adapter(output, lifetime)))
         }
     }
 }

@@ -49,7 +49,7 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     /// Creates a producer whose runs forward the events of `signal` from the moment of start.
     public init(_ signal: Signal<Value, Error>) {
         self.init { observer, lifetime in
-            lifetime += signal.observe(observer)
+            lifetime._attachDisposing(signal.observe(observer))
         }
     }
 
@@ -198,10 +198,29 @@ extension SignalProducer: @unchecked Sendable {}  // Immutable; starting is thre
 class _RunLifetime: Lifetime, Disposable {
     /// Set by `dispose()` only: a run that terminated by itself was not disposed.
     @usableFromInline let disposed = Synchronization.Atomic<Bool>(false)
+    /// The second inline slot (see `Lifetime._attachFirst`): a run's serializing sink takes the
+    /// first, and the observation of the signal that feeds the run (a property's, or the one
+    /// `SignalProducer(_: Signal)` forwards) takes this one, where it would make the list of
+    /// attachments and an entry.
+    @usableFromInline let _second = Synchronization.Atomic<UInt>(0)
 
     @inlinable
     init() {
         super.init(_target: nil)
+    }
+
+    @usableFromInline
+    override func _fillSecondSlot(_ bits: UInt) -> Bool {
+        guard _second.compareExchange(expected: 0, desired: bits, ordering: .sequentiallyConsistent).exchanged
+        else { return false }
+        // Ended meanwhile: `_end` may have looked at the slot before we filled it.
+        if _state.load(ordering: .sequentiallyConsistent) & 1 != 0 { Lifetime._runSlot(_second) }
+        return true
+    }
+
+    @usableFromInline
+    override func _runSecondSlot() {
+        Lifetime._runSlot(_second)
     }
 
     // Never inlined into a subclass's deinitializer: there, Swift 6.3.1's optimizer ends the

@@ -2,7 +2,7 @@ import Foundation
 import ReactiveLoopTestSupport
 import Testing
 
-@testable import ReactiveLoopCore
+@testable @_spi(Testing) import ReactiveLoopCore
 
 @Suite("Lifetime")
 struct LifetimeTests {
@@ -185,6 +185,97 @@ struct LifetimeAttachmentTests {
         #expect(weakHandler == nil)
     }
 
+    @Test func aPlainLifetimeHasOneSlotAndListsTheRestInOrder() {
+        let (lifetime, token) = Lifetime.make()
+        let log = Box<[String]>([])
+        lifetime._attachFirst(CountingHandler("first", log: log))
+        lifetime._attachFirst(CountingHandler("second", log: log))
+        lifetime.observeEnded { log.modify { $0.append("listed") } }
+        token.dispose()
+        #expect(log.value == ["first", "second", "listed"])
+    }
+
+    @Test func aRunsTwoSlotsRunInTheOrderFilledBeforeTheList() {
+        let run = _ProducerRun<Int, Never>(Signal<Int, Never>.Observer())
+        let log = Box<[String]>([])
+        weak var weakSecond: CountingHandler?
+        do {
+            let second = CountingHandler("second", log: log)
+            weakSecond = second
+            run._attachFirst(CountingHandler("first", log: log))
+            run._attachFirst(second)
+        }
+        #expect(run._state.load(ordering: .relaxed) == 0)  // No list yet.
+        // Both slots are full: the list takes the rest, in order.
+        run._attachFirst(CountingHandler("third", log: log))
+        run.observeEnded { log.modify { $0.append("listed") } }
+        #expect(weakSecond != nil)
+        run.dispose()
+        #expect(log.value == ["first", "second", "third", "listed"])
+        #expect(weakSecond == nil)
+    }
+
+    /// A signal's observation attached with `_attachDisposing` takes a slot (no list is made)
+    /// and is disposed when the lifetime ends; any other disposable goes to the list, and one
+    /// attached after the end is disposed at once.
+    @Test func anObservationTakesASlotAndOtherDisposablesTheList() {
+        let (signal, input) = withCoreKind(.lockFree) { Signal<Int, Never>.pipe() }
+        let (lifetime, token) = Lifetime.make()
+        let received = Box<[Int]>([])
+        lifetime._attachDisposing(signal.observeValues { value in received.modify { $0.append(value) } })
+        #expect(lifetime._state.load(ordering: .relaxed) == 0)  // No list.
+        let disposed = Box(false)
+        lifetime._attachDisposing(AnyDisposable { disposed.value = true })
+        #expect(lifetime._state.load(ordering: .relaxed) != 0)  // Listed.
+        input.send(value: 1)
+        token.dispose()
+        input.send(value: 2)
+        #expect(received.value == [1])
+        #expect(disposed.value)
+        lifetime._attachDisposing(signal.observeValues { value in received.modify { $0.append(value) } })
+        Lifetime.empty._attachDisposing(signal.observeValues { value in received.modify { $0.append(value) } })
+        input.send(value: 3)
+        #expect(received.value == [1])
+    }
+
+    /// The runs of a signal's producer and of a property's producer keep their observation in
+    /// the run's second slot: starting one makes no attachment list.
+    @Test func producerRunsOfASignalAndOfAPropertyMakeNoAttachmentList() {
+        let (signal, input) = withCoreKind(.lockFree) { Signal<Int, Never>.pipe() }
+        let property = MutableProperty(0)
+        let values = Box<[Int]>([])
+        let runs = [
+            SignalProducer(signal).startWithValues { value in values.modify { $0.append(value) } },
+            property.producer.startWithValues { value in values.modify { $0.append(value) } },
+        ]
+        for run in runs {
+            #expect((run as? Lifetime)?._state.load(ordering: .relaxed) == 0)
+        }
+        input.send(value: 1)
+        property.value = 2
+        runs.forEach { $0.dispose() }
+        input.send(value: 3)
+        property.value = 4
+        #expect(values.value == [0, 1, 2])
+    }
+
+    /// A thread that fills the second slot after another has marked the run ended (it read
+    /// the run as live just before) runs that slot's handler only: the first slot's is the
+    /// ender's, so that `dispose()` returns only once it has run. The interleaving is made by
+    /// hand: the end is marked, the fill happens, then the ender runs the slots.
+    @Test func aSlotFilledAfterTheEndRunsOnlyItsOwnHandler() {
+        let run = _ProducerRun<Int, Never>(Signal<Int, Never>.Observer())
+        let log = Box<[String]>([])
+        run._attachFirst(CountingHandler("first", log: log))
+        run._state.bitwiseOr(1, ordering: .sequentiallyConsistent)  // The ender's first step.
+        let late = Unmanaged.passRetained(CountingHandler("late", log: log) as _LifetimeEndHandler)
+        #expect(run._fillSecondSlot(UInt(bitPattern: late.toOpaque())))
+        #expect(log.value == ["late"])
+        Lifetime._runSlot(run._first)  // The ender goes on.
+        run._runSecondSlot()
+        #expect(log.value == ["late", "first"])
+    }
+
     @Test func withSomethingAttachedAlreadyTheHandlerIsListedInOrder() {
         let (lifetime, token) = Lifetime.make()
         let log = Box<[String]>([])
@@ -244,6 +335,24 @@ struct LifetimeStressTests {
                 }
             }
             #expect(lifetime.hasEnded)
+        }
+    }
+
+    /// A run's two slots filled by two threads while a third ends the run: each handler runs
+    /// once.
+    @Test func bothSlotsRacingTheEndRunOnceEach() {
+        let rounds = ProcessInfo.processInfo.environment["CI_SHORT"] == nil ? 2_000 : 500
+        for _ in 0..<rounds {
+            let run = _ProducerRun<Int, Never>(Signal<Int, Never>.Observer())
+            let log = Box<[String]>([])
+            DispatchQueueShim.concurrentPerform(iterations: 3) { thread in
+                if thread < 2 {
+                    run._attachFirst(LifetimeAttachmentTests.CountingHandler("\(thread)", log: log))
+                } else {
+                    run.dispose()
+                }
+            }
+            #expect(log.value.sorted() == ["0", "1"])
         }
     }
 

@@ -147,7 +147,7 @@ final class _PropertyStorage<Value>: ManagedBuffer<Value, UInt64> {
             withCore { core in
                 let owned = core.beginExclusive()
                 observer.send(value: value)
-                lifetime += core.observe(observer, ifTerminated: .completed)
+                lifetime._attachDisposing(core.observe(observer, ifTerminated: .completed))
                 core.endExclusive(delivering: nil, owned: owned)
             }
         }

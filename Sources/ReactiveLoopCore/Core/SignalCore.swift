@@ -420,7 +420,7 @@ struct _SubscriptionList<Value, Error: Swift.Error> {
 ///
 /// One allocation where a closure-based disposable with a weak capture took three.
 @usableFromInline
-final class _Unsubscriber<Value, Error: Swift.Error>: Disposable {
+final class _Unsubscriber<Value, Error: Swift.Error>: _LifetimeEndHandler, Disposable {
     @usableFromInline let state = Synchronization.Atomic<Bool>(false)
     @usableFromInline weak var core: _SignalCore<Value, Error>?
     // Written in init, read and cleared only by the one caller that wins `state`.
@@ -430,6 +430,13 @@ final class _Unsubscriber<Value, Error: Swift.Error>: Disposable {
     init(core: _SignalCore<Value, Error>, subscription: _Subscription<Value, Error>) {
         self.core = core
         self.subscription = subscription
+        super.init()
+    }
+
+    /// Attached to a lifetime's inline slot (`Lifetime._attachDisposing`): disposes.
+    @inlinable
+    override func lifetimeEnded() {
+        dispose()
     }
 
     /// Whether `dispose()` has been called.

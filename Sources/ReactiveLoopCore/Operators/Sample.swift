@@ -9,31 +9,33 @@ extension Signal {
             var latest: Value?  // Confined to the owner of the sink's delivery.
             var selfCompleted = false
             var samplerCompleted = false
-            lifetime += self.observe { event in
-                sink.send { () -> Signal<(Value, T), Error>.Event? in
-                    switch event {
-                    case let .value(value):
-                        latest = value
-                        return nil
-                    case let .failed(error): return .failed(error)
-                    case .completed:
-                        selfCompleted = true
-                        return samplerCompleted ? .completed : nil
-                    case .interrupted: return .interrupted
+            lifetime._attachDisposing(
+                self.observe { event in
+                    sink.send { () -> Signal<(Value, T), Error>.Event? in
+                        switch event {
+                        case let .value(value):
+                            latest = value
+                            return nil
+                        case let .failed(error): return .failed(error)
+                        case .completed:
+                            selfCompleted = true
+                            return samplerCompleted ? .completed : nil
+                        case .interrupted: return .interrupted
+                        }
                     }
-                }
-            }
-            lifetime += sampler.observe { event in
-                sink.send { () -> Signal<(Value, T), Error>.Event? in
-                    switch event {
-                    case let .value(samplerValue): return latest.map { .value(($0, samplerValue)) }
-                    case .completed:
-                        samplerCompleted = true
-                        return selfCompleted ? .completed : nil
-                    case .interrupted: return .interrupted
+                })
+            lifetime._attachDisposing(
+                sampler.observe { event in
+                    sink.send { () -> Signal<(Value, T), Error>.Event? in
+                        switch event {
+                        case let .value(samplerValue): return latest.map { .value(($0, samplerValue)) }
+                        case .completed:
+                            samplerCompleted = true
+                            return selfCompleted ? .completed : nil
+                        case .interrupted: return .interrupted
+                        }
                     }
-                }
-            }
+                })
         }
     }
 
@@ -48,21 +50,23 @@ extension Signal {
     public func withLatest<U>(from samplee: Signal<U, Never>) -> Signal<(Value, U), Error> {
         Signal<(Value, U), Error>._serialized { sink, lifetime in
             var latest: U?  // Confined to the owner of the sink's delivery.
-            lifetime += samplee.observeValues { value in
-                sink.send {
-                    latest = value; return nil
-                }
-            }
-            lifetime += self.observe { event in
-                sink.send { () -> Signal<(Value, U), Error>.Event? in
-                    switch event {
-                    case let .value(value): return latest.map { .value((value, $0)) }
-                    case let .failed(error): return .failed(error)
-                    case .completed: return .completed
-                    case .interrupted: return .interrupted
+            lifetime._attachDisposing(
+                samplee.observeValues { value in
+                    sink.send {
+                        latest = value; return nil
                     }
-                }
-            }
+                })
+            lifetime._attachDisposing(
+                self.observe { event in
+                    sink.send { () -> Signal<(Value, U), Error>.Event? in
+                        switch event {
+                        case let .value(value): return latest.map { .value((value, $0)) }
+                        case let .failed(error): return .failed(error)
+                        case .completed: return .completed
+                        case .interrupted: return .interrupted
+                        }
+                    }
+                })
         }
     }
 

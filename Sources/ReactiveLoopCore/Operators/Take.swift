@@ -72,13 +72,14 @@ extension Signal {
     /// Forwards events until `trigger` sends a value or completes; then completes.
     public func take(until trigger: Signal<(), Never>) -> Signal<Value, Error> {
         Signal._serialized { sink, lifetime in
-            lifetime += trigger.observe { event in
-                switch event {
-                case .value, .completed: sink.send(.completed)
-                case .failed, .interrupted: break
-                }
-            }
-            lifetime += self.observe(sink.input)
+            lifetime._attachDisposing(
+                trigger.observe { event in
+                    switch event {
+                    case .value, .completed: sink.send(.completed)
+                    case .failed, .interrupted: break
+                    }
+                })
+            lifetime._attachDisposing(self.observe(sink.input))
         }
     }
 
