@@ -145,9 +145,9 @@ public class Lifetime {
     }
 
     /// Disposes `disposable` when the lifetime ends, as `+=` does, in an inline slot when it is
-    /// a signal core's observation (an `_Unsubscriber`, the one `Disposable` that is a
-    /// `_LifetimeEndHandler`) and a slot is free: for the module's attachments whose detaching
-    /// disposable nobody keeps.
+    /// one of the module's `Disposable`s that are also `_LifetimeEndHandler`s (a signal core's
+    /// observation, a `QueueScheduler` action) and a slot is free: for the module's attachments
+    /// whose detaching disposable nobody keeps.
     @usableFromInline
     final func _attachDisposing(_ disposable: (any Disposable)?) {
         guard let disposable else { return }
@@ -211,7 +211,9 @@ extension Lifetime: @unchecked Sendable {}
 extension Lifetime.Token: @unchecked Sendable {}  // Immutable.
 
 /// Something the module attaches to a lifetime with `_attachFirst`: an object whose
-/// `lifetimeEnded()` runs when the lifetime ends. Subclasses override it.
+/// `lifetimeEnded()` runs when the lifetime ends. Subclasses override it. A subclass that is
+/// also a `Disposable` (a signal core's observation, a `QueueScheduler` action) disposes itself
+/// there: `Lifetime._attachDisposing` relies on it.
 @usableFromInline
 class _LifetimeEndHandler {
     @usableFromInline

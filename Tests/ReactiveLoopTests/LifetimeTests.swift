@@ -276,6 +276,21 @@ struct LifetimeAttachmentTests {
         #expect(log.value == ["late", "first"])
     }
 
+    /// A run of `start(on:)` on a `QueueScheduler` keeps its scheduled start in the run's
+    /// second slot: no attachment list is made.
+    @Test func aRunStartedOnAQueueSchedulerMakesNoAttachmentList() {
+        let scheduler = QueueScheduler(queue: DispatchQueue(label: "start-on-slot"))
+        let ended = DispatchSemaphore(value: 0)
+        let values = Box<[Int]>([])
+        let run = SignalProducer<Int, Never>(value: 5).start(on: scheduler).start { event in
+            if case let .value(value) = event { values.modify { $0.append(value) } }
+            if event.isTerminating { ended.signal() }
+        }
+        ended.wait()
+        #expect(values.value == [5])
+        #expect(((run as? Lifetime)?._state.load(ordering: .acquiring) ?? 1) & ~1 == 0)
+    }
+
     @Test func withSomethingAttachedAlreadyTheHandlerIsListedInOrder() {
         let (lifetime, token) = Lifetime.make()
         let log = Box<[String]>([])

@@ -99,8 +99,9 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
     }
 }
 
-/// One pending timed action, and its disposable.
-final class _TimedAction: Disposable, _HeapElement, @unchecked Sendable {  // Vars: protected by the owner's lock.
+/// One pending timed action, and its disposable. Its variables are protected by the owner's
+/// lock.
+final class _TimedAction: _LifetimeEndHandler, Disposable, _HeapElement, @unchecked Sendable {
     let deadline: UInt64
     // Protected by the owner's lock (set once, before the action is visible to anyone else).
     var sequence: UInt64 = 0
@@ -115,6 +116,12 @@ final class _TimedAction: Disposable, _HeapElement, @unchecked Sendable {  // Va
         self.deadline = deadline
         self.action = action
         self.owner = owner
+        super.init()
+    }
+
+    /// Attached to a lifetime's inline slot (`Lifetime._attachDisposing`): disposes.
+    override func lifetimeEnded() {
+        dispose()
     }
 
     /// Whether `dispose()` has been called.

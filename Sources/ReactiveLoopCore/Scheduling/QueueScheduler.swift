@@ -170,13 +170,19 @@ func _dispatchHandle(of queue: DispatchQueue) -> OpaquePointer? {
 /// action, which Dispatch hands back to the scheduler's trampoline as its context (or which the
 /// block handed to `async` captures, on the fallback path). Disposing does not release the
 /// action; the object releases it when Dispatch lets go of the object, after its turn.
-final class _ScheduledAction: Disposable {
+final class _ScheduledAction: _LifetimeEndHandler, Disposable {
     private let state = Synchronization.Atomic<Bool>(false)
     // Written in init, called only on the queue, released with the object.
     private let action: () -> Void
 
     init(_ action: @escaping () -> Void) {
         self.action = action
+        super.init()
+    }
+
+    /// Attached to a lifetime's inline slot (`Lifetime._attachDisposing`): disposes.
+    override func lifetimeEnded() {
+        dispose()
     }
 
     /// Whether the action was cancelled.

@@ -4,10 +4,11 @@ extension SignalProducer {
     /// Starts each run on `scheduler` (its start handler runs there).
     public func start(on scheduler: any Scheduler) -> SignalProducer<Value, Error> {
         SignalProducer { observer, lifetime in
-            lifetime += scheduler.schedule {
-                guard !lifetime.hasEnded else { return }
-                self._run(observer, lifetime)
-            }
+            lifetime._attachDisposing(
+                scheduler.schedule {
+                    guard !lifetime.hasEnded else { return }
+                    self._run(observer, lifetime)
+                })
         }
     }
 }

@@ -17,7 +17,7 @@ func _timeoutAdapter<Value, Error: Swift.Error>(
     // Once per application of the operator, not per run: it looks up a conformance.
     let clock = _SchedulerClock(scheduler)
     return { sink, lifetime in
-        lifetime += clock.schedule(at: clock.now + interval) { sink.send(.failed(error)) }
+        lifetime._attachDisposing(clock.schedule(at: clock.now + interval) { sink.send(.failed(error)) })
         return sink.input
     }
 }
