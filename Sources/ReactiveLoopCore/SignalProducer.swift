@@ -226,8 +226,12 @@ class _RunLifetime: Lifetime, Disposable {
     // Never inlined into a subclass's deinitializer: there, Swift 6.3.1's optimizer ends the
     // borrow of `self` before `disposed` is destroyed and crashes release builds of client
     // modules ("Found ownership error").
+    //
+    // A run released before it ended ends here, while its second slot is still a field of
+    // this object (`Lifetime`'s deinitializer, which would end it otherwise, runs after this
+    // class's fields are gone).
     @inline(never)
-    deinit {}
+    deinit { _end() }
 
     /// Whether `dispose()` was called.
     @inlinable

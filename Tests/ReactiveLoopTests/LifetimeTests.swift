@@ -315,6 +315,17 @@ struct LifetimeAttachmentTests {
         }
         #expect(log.value == ["ended"])
     }
+
+    @Test func aReleasedRunRunsBothSlotsAndItsListInOrder() {
+        let log = Box<[String]>([])
+        do {
+            let run = _ProducerRun<Int, Never>(Signal<Int, Never>.Observer())
+            run._attachFirst(CountingHandler("first", log: log))
+            run._attachFirst(CountingHandler("second", log: log))
+            run.observeEnded { log.modify { $0.append("listed") } }
+        }
+        #expect(log.value == ["first", "second", "listed"])
+    }
 }
 
 /// Attaching, detaching and ending from many threads at once: every attachment either runs

@@ -207,8 +207,9 @@ struct StressTests {
 extension StressTests {
     /// An action applied from four threads at once runs one execution at a time: every apply
     /// either runs (and gets its own input back) or fails with `disabled`, `isExecuting`
-    /// alternates between `false` and `true` (never twice the same), and it ends `false`. The recorder keeps plain state, so
-    /// an overlapping delivery is a race under `--sanitize=thread`.
+    /// alternates between `false` and `true` (never twice the same), and it ends `false`. The
+    /// recorder keeps plain state, so an overlapping delivery is a race under
+    /// `--sanitize=thread`.
     @Test func anActionAppliedFromFourThreadsRunsOneExecutionAtATime() {
         final class Recorded: @unchecked Sendable {  // Written only by serial deliveries.
             var executing: [Bool] = []

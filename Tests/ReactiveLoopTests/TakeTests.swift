@@ -25,6 +25,22 @@ struct TakeTests {
         #expect(recorder.events == [.value(1), .failed(TestError(code: 1))])
     }
 
+    /// The adapter alone, with a terminal event sent into it from inside a value's delivery
+    /// (the module's sinks queue such a send, so no run reaches this today): the terminal event
+    /// ends the output, and no `completed` follows it.
+    @Test func takeFirstAdapterSendsOneTerminalEventWhenOneArrivesDuringAValue() {
+        var received: [Signal<Int, Never>.Event] = []
+        var input: Signal<Int, Never>.Observer?
+        let downstream = Signal<Int, Never>.Observer { event in
+            received.append(event)
+            if case .value(1) = event { input?.sendInterrupted() }
+        }
+        input = _Take.first(2)(downstream, Lifetime.empty)
+        input?.send(value: 1)
+        input?.send(value: 2)
+        #expect(received == [.value(1), .interrupted])
+    }
+
     @Test func takeFirstOnAProducerEndsTheRunAndStopsTheSource() {
         let sent = Box(0)
         let recorder = Recorder<Int, Never>()

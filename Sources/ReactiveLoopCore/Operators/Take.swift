@@ -11,8 +11,11 @@ enum _Take {
                 guard taken < count else { return }
                 if case .value = event {
                     taken += 1
+                    // Decided before the value goes on: a terminal event sent from inside its
+                    // delivery ends the run itself, and must not be followed by this one.
+                    let isLast = taken == count
                     downstream.action(event)
-                    if taken == count { downstream.action(.completed) }
+                    if isLast { downstream.action(.completed) }
                 } else {
                     taken = count
                     downstream.action(event)
