@@ -291,6 +291,36 @@ struct LifetimeAttachmentTests {
         #expect(((run as? Lifetime)?._state.load(ordering: .acquiring) ?? 1) & ~1 == 0)
     }
 
+    /// A time operator's end of run is one object in a slot: a run of `timeout` (its timer in
+    /// the first slot, its end in the second) and one of `observe(on:)` make no attachment
+    /// list, and both still deliver and end as before.
+    @Test func timeOperatorRunsKeepTheirEndInASlot() {
+        let scheduler = QueueScheduler(queue: DispatchQueue(label: "timed-end-slot"))
+        let timedOut = Recorder<Int, TestError>()
+        let timeoutRun = SignalProducer<Int, TestError>(value: 1)
+            .timeout(after: 3600, raising: TestError(code: 1), on: scheduler).start(timedOut.observer)
+        #expect(timedOut.events == [.value(1), .completed])
+        #expect(((timeoutRun as? Lifetime)?._state.load(ordering: .acquiring) ?? 1) & ~1 == 0)
+
+        let ended = DispatchSemaphore(value: 0)
+        let hopped = Box<[Int]>([])
+        let hopRun = SignalProducer<Int, Never>(value: 2).observe(on: scheduler).start { event in
+            if case let .value(value) = event { hopped.modify { $0.append(value) } }
+            if event.isTerminating { ended.signal() }
+        }
+        ended.wait()
+        #expect(hopped.value == [2])
+        #expect(((hopRun as? Lifetime)?._state.load(ordering: .acquiring) ?? 1) & ~1 == 0)
+
+        // Disposed while pending: interrupted once, on the scheduler.
+        let interrupted = DispatchSemaphore(value: 0)
+        let pending = SignalProducer<Int, Never>.never.observe(on: scheduler).start { event in
+            if case .interrupted = event { interrupted.signal() }
+        }
+        pending.dispose()
+        interrupted.wait()
+    }
+
     @Test func withSomethingAttachedAlreadyTheHandlerIsListedInOrder() {
         let (lifetime, token) = Lifetime.make()
         let log = Box<[String]>([])

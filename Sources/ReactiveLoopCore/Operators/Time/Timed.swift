@@ -40,13 +40,40 @@ extension SignalProducer {
         SignalProducer<U, F>(.run) { downstream, lifetime in
             let sink = _SerialSink<U, F>(downstream)
             let input = make(sink, lifetime)
-            // A run that terminated ends its lifetime too: nothing to cancel or interrupt then.
-            if let scheduler {
-                lifetime.observeEnded { sink.cancel(deliveringInterruptedOn: scheduler) }
-            } else {
-                lifetime.observeEnded { if !sink.hasTerminated { input.sendInterrupted() } }
-            }
+            // One object, in a free inline slot of the run if there is one: a closure took a
+            // context, and the list of attachments and its entry.
+            lifetime._attachFirst(_TimedRunEnd(sink: sink, input: input, hopping: scheduler))
             self._run(input, lifetime)
+        }
+    }
+}
+
+/// The end of a time operator's run: an operator that delivers on a scheduler cancels its
+/// output there; one that forwards on the caller's thread interrupts its input. A run that
+/// terminated ends its lifetime too, and then there is nothing to cancel or interrupt.
+@usableFromInline
+final class _TimedRunEnd<Value, Error: Swift.Error, Input, InputError: Swift.Error>: _LifetimeEndHandler {
+    @usableFromInline let sink: _SerialSink<Value, Error>
+    /// The operator's input, kept only by an operator that forwards on the caller's thread.
+    @usableFromInline let input: Signal<Input, InputError>.Observer?
+    @usableFromInline let scheduler: (any Scheduler)?
+
+    @inlinable
+    init(
+        sink: _SerialSink<Value, Error>, input: Signal<Input, InputError>.Observer, hopping scheduler: (any Scheduler)?
+    ) {
+        self.sink = sink
+        self.input = scheduler == nil ? input : nil
+        self.scheduler = scheduler
+        super.init()
+    }
+
+    @inlinable
+    override func lifetimeEnded() {
+        if let scheduler {
+            sink.cancel(deliveringInterruptedOn: scheduler)
+        } else if !sink.hasTerminated {
+            input?.sendInterrupted()
         }
     }
 }
