@@ -276,49 +276,67 @@ struct LifetimeAttachmentTests {
         #expect(log.value == ["late", "first"])
     }
 
+    /// Whether `run` (a producer run) has made no attachment list, ended or not.
+    static func madeNoList(_ run: any Disposable) -> Bool {
+        ((run as? Lifetime)?._state.load(ordering: .acquiring) ?? 1) & ~1 == 0
+    }
+
+    /// Starts `producer`, waits for its terminal event (delivered on another thread), and
+    /// returns its values, its terminal event and its run.
+    static func runToEnd(
+        _ producer: SignalProducer<Int, Never>
+    ) -> (values: [Int], terminal: Signal<Int, Never>.Event?, run: any Disposable) {
+        let ended = DispatchSemaphore(value: 0)
+        let values = Box<[Int]>([])
+        let terminal = Box<Signal<Int, Never>.Event?>(nil)
+        let run = producer.start { event in
+            if case let .value(value) = event { return values.modify { $0.append(value) } }
+            terminal.value = event
+            ended.signal()
+        }
+        ended.wait()
+        return (values.value, terminal.value, run)
+    }
+
     /// A run of `start(on:)` on a `QueueScheduler` keeps its scheduled start in the run's
     /// second slot: no attachment list is made.
     @Test func aRunStartedOnAQueueSchedulerMakesNoAttachmentList() {
         let scheduler = QueueScheduler(queue: DispatchQueue(label: "start-on-slot"))
-        let ended = DispatchSemaphore(value: 0)
-        let values = Box<[Int]>([])
-        let run = SignalProducer<Int, Never>(value: 5).start(on: scheduler).start { event in
-            if case let .value(value) = event { values.modify { $0.append(value) } }
-            if event.isTerminating { ended.signal() }
-        }
-        ended.wait()
-        #expect(values.value == [5])
-        #expect(((run as? Lifetime)?._state.load(ordering: .acquiring) ?? 1) & ~1 == 0)
+        let ran = Self.runToEnd(SignalProducer(value: 5).start(on: scheduler))
+        #expect(ran.values == [5])
+        #expect(Self.madeNoList(ran.run))
     }
 
     /// A time operator's end of run is one object in a slot: a run of `timeout` (its timer in
     /// the first slot, its end in the second) and one of `observe(on:)` make no attachment
     /// list, and both still deliver and end as before.
     @Test func timeOperatorRunsKeepTheirEndInASlot() {
-        let scheduler = QueueScheduler(queue: DispatchQueue(label: "timed-end-slot"))
+        let queue = DispatchQueue(label: "timed-end-slot")
+        let scheduler = QueueScheduler(queue: queue)
         let timedOut = Recorder<Int, TestError>()
         let timeoutRun = SignalProducer<Int, TestError>(value: 1)
             .timeout(after: 3600, raising: TestError(code: 1), on: scheduler).start(timedOut.observer)
         #expect(timedOut.events == [.value(1), .completed])
-        #expect(((timeoutRun as? Lifetime)?._state.load(ordering: .acquiring) ?? 1) & ~1 == 0)
+        #expect(Self.madeNoList(timeoutRun))
 
-        let ended = DispatchSemaphore(value: 0)
-        let hopped = Box<[Int]>([])
-        let hopRun = SignalProducer<Int, Never>(value: 2).observe(on: scheduler).start { event in
-            if case let .value(value) = event { hopped.modify { $0.append(value) } }
-            if event.isTerminating { ended.signal() }
-        }
-        ended.wait()
-        #expect(hopped.value == [2])
-        #expect(((hopRun as? Lifetime)?._state.load(ordering: .acquiring) ?? 1) & ~1 == 0)
+        let hopped = Self.runToEnd(SignalProducer(value: 2).observe(on: scheduler))
+        #expect(hopped.values == [2])
+        #expect(hopped.terminal == .completed)
+        #expect(Self.madeNoList(hopped.run))
 
         // Disposed while pending: interrupted once, on the scheduler.
+        let interruptions = Box(0)
         let interrupted = DispatchSemaphore(value: 0)
-        let pending = SignalProducer<Int, Never>.never.observe(on: scheduler).start { event in
-            if case .interrupted = event { interrupted.signal() }
+        let run = SignalProducer<Int, Never>.never.observe(on: scheduler).start { event in
+            if case .interrupted = event {
+                interruptions.modify { $0 += 1 }
+                interrupted.signal()
+            }
         }
-        pending.dispose()
+        run.dispose()
         interrupted.wait()
+        queue.sync {}
+        #expect(interruptions.value == 1)
     }
 
     @Test func withSomethingAttachedAlreadyTheHandlerIsListedInOrder() {
