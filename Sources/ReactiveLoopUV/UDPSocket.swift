@@ -1,6 +1,7 @@
 import CLibUV
 import Dispatch
 import ReactiveLoopCore
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -27,6 +28,9 @@ public struct Datagram: Sendable {
 /// starts when `datagrams` is started and stops when its run is disposed; meanwhile datagrams
 /// wait in the socket's receive buffer (and the kernel drops what overflows it).
 ///
+/// A socket made with a `readPause` reads busy traffic in fewer, fuller calls: see
+/// `init(boundTo:on:receiveBufferSize:reuseAddress:reusePort:readPause:)`.
+///
 /// The socket stays open until `close()` or until the loop stops, whether or not a reference to
 /// it is kept. Every callback runs on the loop thread.
 public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: confined to the loop thread.
@@ -52,6 +56,21 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     @exclusivity(unchecked) private(set) var offeredSlots = UDPSocket.batch
     // Datagrams the current batch has delivered so far (loop thread).
     @exclusivity(unchecked) private var filledSlots = 0
+    // The read pause in nanoseconds as set (0: none), from any thread.
+    private let readPauseSet: Synchronization.Atomic<UInt64>
+    /// When reading pauses (loop thread; tests read it).
+    @exclusivity(unchecked) private(set) var pacer: _ReadPacer
+    /// The timer of the pauses, made at the first (loop thread; tests read it).
+    private(set) var pauseTimers: _LoopTimers?
+    // The end of the current pause, while reading is paused (loop thread).
+    private var pauseEnd: _LoopTimedAction?
+    /// When the current pause ends (monotonic nanoseconds), while reading is paused (loop
+    /// thread; tests).
+    private(set) var pauseEndsAt: UInt64?
+    /// Whether reading is paused (loop thread; tests).
+    var isPaused: Bool { pauseEnd != nil }
+    /// Times reading paused (loop thread; tests).
+    private(set) var readPauses = 0
 
     /// Bytes per datagram slot: libuv's largest datagram.
     static let slot = 64 * 1024
@@ -75,12 +94,28 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     ///     same address share its datagrams: the kernel gives each sender (by its address and
     ///     port) to one of them. Each socket has its own receive buffer and may be read on its own
     ///     loop, so that datagrams are read on several cores.
+    ///   - readPause: How long reading pauses when datagrams come fast; nil (the default): it
+    ///     never does. Reading empties the socket's receive buffer, and a fast sender refills it
+    ///     at once, so a busy socket read without a pause spends a system call (or two) and often
+    ///     a wake-up on each datagram. With a pause, datagrams are counted over windows at least
+    ///     `readPause` long; while the last window's came at 8 or more per `readPause`, each read
+    ///     that finds the buffer empty stops reading for `readPause`, on a timer of the loop, and
+    ///     the reads after it take what has arrived, up to 20 datagrams a call. Slower datagrams
+    ///     are read as they come: a pause costs wake-ups and system calls of its own, which fewer
+    ///     would not repay. A run's first window opens at its first empty buffer, so it starts
+    ///     without pausing. Each datagram may wait up to `readPause` more before its `datagrams`
+    ///     value, and the receive buffer must hold what arrives meanwhile (at R datagrams a
+    ///     second, R × `readPause` of them), or the kernel drops the rest (`kernelDrops`). So
+    ///     the pause taken adapts: it halves (down to 1/64 of `readPause`) after a pause that
+    ///     left the receive buffer a quarter full or more, and doubles back (up to `readPause`)
+    ///     after one that left it less than a sixteenth full.
     /// - Throws: `UVError` if the socket cannot be created or bound (`EADDRINUSE`, say), or
     ///   `UVError.loopStopped`.
-    /// - Precondition: `receiveBufferSize` is positive.
+    /// - Precondition: `receiveBufferSize` is positive, and `readPause` is at least 1 nanosecond
+    ///   and at most 1 second.
     public init(
         boundTo address: SocketAddress, on loop: EventLoop, receiveBufferSize: Int? = nil, reuseAddress: Bool = false,
-        reusePort: Bool = false
+        reusePort: Bool = false, readPause: Duration? = nil
     ) throws(UVError) {
         if let receiveBufferSize {
             _require(
@@ -88,6 +123,9 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
                 "UDPSocket(boundTo:on:receiveBufferSize:): receiveBufferSize must be in 1...\(Int32.max), got \(receiveBufferSize)"
             )
         }
+        let pause = Self.nanoseconds(ofPause: readPause, "UDPSocket(boundTo:on:readPause:)")
+        readPauseSet = Synchronization.Atomic(pause)
+        pacer = _ReadPacer(pause: pause)
         self.loop = loop
         let created = try loop.performSync {
             () throws(UVError) -> (UnsafeMutablePointer<uv_udp_t>, SocketAddress, Int, Bool) in
@@ -143,8 +181,39 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     public var datagrams: SignalProducer<Datagram, UVError> {
         reader.producer(
             "UDPSocket.datagrams", loop: loop, isOpen: { [weak self] in self?.handle != nil },
-            start: { [weak self] in self?.startReceiving() },
-            stop: { [weak self] in if let self, handle != nil { uv_udp_recv_stop(udp) } })
+            start: { [weak self] in
+                self?.pacer.startRun()
+                return self?.startReceiving()
+            },
+            stop: { [weak self] in
+                guard let self else { return }
+                endPause()
+                if handle != nil { uv_udp_recv_stop(udp) }
+            })
+    }
+
+    /// How long reading pauses when datagrams come fast (see
+    /// `init(boundTo:on:receiveBufferSize:reuseAddress:reusePort:readPause:)`); nil: it never
+    /// does. From any thread: a new value applies from the next read that finds the socket
+    /// empty (a pause under way ends as it was set).
+    ///
+    /// - Precondition: a new value is at least 1 nanosecond and at most 1 second.
+    public var readPause: Duration? {
+        get {
+            let nanoseconds = readPauseSet.load(ordering: .relaxed)
+            return nanoseconds == 0 ? nil : .nanoseconds(Int64(nanoseconds))
+        }
+        set { readPauseSet.store(Self.nanoseconds(ofPause: newValue, "UDPSocket.readPause"), ordering: .relaxed) }
+    }
+
+    /// `pause` in nanoseconds (0 for nil), checked for `api`.
+    private static func nanoseconds(ofPause pause: Duration?, _ api: String) -> UInt64 {
+        guard let pause else { return 0 }
+        _require(
+            pause >= .nanoseconds(1) && pause <= .seconds(1),
+            "\(api): readPause must be at least 1 nanosecond and at most 1 second, got \(pause)")
+        let (seconds, attoseconds) = pause.components
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
 
     /// The socket's descriptor, for options libuv does not cover. Loop thread only; -1 once closed.
@@ -202,7 +271,12 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
         UnsafeMutableRawPointer(handle!).assumingMemoryBound(to: uv_udp_t.self)
     }
 
-    func handleWillClose(interrupted: Bool) { reader.finish(interrupted: interrupted) }
+    func handleWillClose(interrupted: Bool) {
+        endPause()
+        pauseTimers?.closeWhenIdle()
+        pauseTimers = nil
+        reader.finish(interrupted: interrupted)
+    }
 
     private func startReceiving() -> UVError? {
         // A run stopped mid-batch never saw the batch's end.
@@ -236,13 +310,50 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
             // The end of a batch: size the next call's offer.
             offeredSlots = filledSlots >= offeredSlots ? Self.batch : Swift.max(filledSlots + 1, Self.fewestSlots)
             filledSlots = 0
+        } else if count == 0 && address == nil {
+            // Nothing left to read.
+            pacer.set(pause: readPauseSet.load(ordering: .relaxed))
+            if pacer.pause != 0 { foundEmpty() }
+            return
         }
         // No address: the end of a batch (or nothing to read); the buffer is free again.
         guard let address, let sender = SocketAddress(address), let storage = buffer.current else { return }
         let offset = UnsafeMutableRawPointer(buf.base!) - storage.base
         let bytes = ReceivedBytes(storage: storage, range: offset..<(offset + count))
         let truncated = flags & UInt32(UV_UDP_PARTIAL.rawValue) != 0
+        pacer.read()
         reader.observer?.send(value: Datagram(bytes: bytes, sender: sender, isTruncated: truncated))
+    }
+
+    /// A read found the receive buffer empty: pauses reading if the pacer says so.
+    private func foundEmpty() {
+        let now = _WallClockMapping.monotonicNow
+        guard let pause = pacer.foundEmpty(at: now), handle != nil, reader.observer != nil else { return }
+        uv_udp_recv_stop(udp)
+        readPauses += 1
+        let timers = pauseTimers ?? _LoopTimers(loop: loop)
+        pauseTimers = timers
+        // Holds the socket until it runs or is disposed (`endPause`, when the run stops or the
+        // socket closes).
+        let end = _LoopTimedAction({ [self] in resumeReading() }, interval: 0, timers: timers)
+        (pauseEnd, pauseEndsAt) = (end, now &+ pause)
+        timers.insert(end, at: now &+ pause)
+    }
+
+    /// The end of a pause: tells the pacer how full it left the receive buffer, and reads again.
+    private func resumeReading() {
+        (pauseEnd, pauseEndsAt) = (nil, nil)
+        guard handle != nil, reader.observer != nil else { return }
+        if let (queued, limit) = socketMemory(of: fileDescriptor) { pacer.pauseEnded(queued: queued, limit: limit) }
+        // What came during the pause is read in full batches.
+        offeredSlots = Self.batch
+        if let error = startReceiving() { reader.fail(error) }
+    }
+
+    /// Cancels the current pause, if any: the run stopped, or the socket is closing.
+    private func endPause() {
+        pauseEnd?.dispose()
+        (pauseEnd, pauseEndsAt) = (nil, nil)
     }
 }
 
@@ -348,6 +459,16 @@ func drainDatagrams(
         read += 1
     }
     return read
+}
+
+/// The bytes a socket's receive queue holds and the most it may (Linux's `SO_MEMINFO`,
+/// `SK_MEMINFO_RMEM_ALLOC` and `SK_MEMINFO_RCVBUF`), or nil where the kernel does not say.
+func socketMemory(of fd: Int32) -> (queued: UInt32, limit: UInt32)? {
+    guard fd >= 0 else { return nil }
+    var info: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0, 0, 0, 0, 0, 0)
+    var length = socklen_t(MemoryLayout.size(ofValue: info))
+    guard getsockopt(fd, SOL_SOCKET, 55, &info, &length) == 0, length >= 8 else { return nil }  // SO_MEMINFO
+    return (info.0, info.1)
 }
 
 /// The datagrams the kernel dropped for socket `fd` (-1: none) because its receive buffer was

@@ -28,6 +28,12 @@ final class Recorder<Value, Failure: Error>: @unchecked Sendable {
     }
 }
 
+/// A weak reference, to see an object go.
+struct Weak<Object: AnyObject> {
+    weak var object: Object?
+    init(_ object: Object?) { self.object = object }
+}
+
 /// Runs `body` with a loop on its own thread, then stops it and checks that it closed everything.
 func withLoop(_ body: (EventLoop) throws -> Void) throws {
     let loop = try EventLoop.startOnNewThread()
@@ -219,6 +225,261 @@ struct UDPTests {
             #expect(slots == Array(0..<4) + Array(0..<20) + Array(0..<20) + Array(0..<20), "\(slots)")
             #expect(burst.allSatisfy { $0.bytes.description == "x" })
             #expect(onLoop(loop) { server.offeredSlots } == 20)
+        }
+    }
+
+    /// Sends `payloads` from one socket to `port` on 127.0.0.1.
+    private func send(_ payloads: [String], to port: Int) {
+        let sender = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        for payload in payloads {
+            _ = withLoopbackAddress(port: port) { sendto(sender, payload, payload.utf8.count, 0, $0, $1) }
+        }
+        Glibc.close(sender)
+    }
+
+    /// Sends bursts of 10 datagrams ("p") to `server`, each once the last was read (`received`
+    /// counts what was), until its reading is paused (for at most 20 s); whether it is.
+    private func sendUntilPaused(_ server: UDPSocket, _ loop: EventLoop, received: () -> Int) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: 20)
+        while Date() < deadline {
+            let expected = received() + 10
+            send(Array(repeating: "p", count: 10), to: server.localAddress.port)
+            guard eventually({ received() >= expected || onLoop(loop) { server.isPaused } == true }) else {
+                return false
+            }
+            if onLoop(loop) { server.isPaused } == true { return true }
+        }
+        return false
+    }
+
+    private func sendUntilPaused(_ server: UDPSocket, _ recorder: Recorder<Datagram, UVError>, _ loop: EventLoop)
+        -> Bool
+    {
+        sendUntilPaused(server, loop) { recorder.values.value.count }
+    }
+
+    /// A receiving run that records each datagram's payload and the monotonic time it came.
+    private final class TimedRecorder: @unchecked Sendable {
+        let received = Box<[(payload: String, at: UInt64)]>([])
+        let ending = Box<String?>(nil)
+
+        func start(_ server: UDPSocket) -> any Disposable {
+            server.datagrams.start { [self] event in
+                switch event {
+                case let .value(datagram):
+                    received.modify { $0.append((datagram.bytes.description, _WallClockMapping.monotonicNow)) }
+                case .completed: ending.value = "completed"
+                case .interrupted: ending.value = "interrupted"
+                case .failed: ending.value = "failed"
+                }
+            }
+        }
+    }
+
+    @Test func aFastStreamPausesTheReadsAndEveryDatagramArrivesInOrder() throws {
+        try withLoop { loop in
+            let server = try UDPSocket(
+                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 4 << 20,
+                readPause: .milliseconds(20))
+            #expect(server.readPause == .milliseconds(20))
+            let recorder = Recorder<Datagram, UVError>()
+            server.datagrams.start(recorder.observer(loop))
+            // Bursts of 10, each sent once the last has been read: at most 10 wait in the kernel.
+            for burst in 0..<50 {
+                send((0..<10).map { "\(burst * 10 + $0)" }, to: server.localAddress.port)
+                try #require(eventually { recorder.values.value.count == (burst + 1) * 10 })
+            }
+            #expect(recorder.values.value.map(\.bytes.description) == (0..<500).map { "\($0)" })
+            #expect(try #require(onLoop(loop) { server.readPauses }) > 0)
+            #expect(onLoop(loop) { server.kernelDrops } == 0)
+            #expect(recorder.ending.value == nil)
+        }
+    }
+
+    @Test func whatComesDuringAPauseIsReadWhenItEnds() throws {
+        try withLoop { loop in
+            let server = try UDPSocket(
+                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, readPause: .milliseconds(300))
+            let recorder = TimedRecorder()
+            _ = recorder.start(server)
+            #expect(sendUntilPaused(server, loop) { recorder.received.value.count })
+            let pauseEnd = try #require(onLoop(loop) { server.pauseEndsAt ?? 0 })
+            #expect(pauseEnd > 0)
+            send(["during"], to: server.localAddress.port)
+            #expect(eventually { recorder.received.value.last?.payload == "during" })
+            // Read no earlier than the pause's end (the timer never fires early).
+            #expect(try #require(recorder.received.value.last?.at) >= pauseEnd)
+            #expect(recorder.ending.value == nil)
+        }
+    }
+
+    @Test func aPauseThatLeavesTheBufferAQuarterFullHalvesTheNext() throws {
+        try withLoop { loop in
+            let server = try UDPSocket(
+                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 256 << 10,
+                readPause: .seconds(1))
+            let port = server.localAddress.port
+            let recorder = Recorder<Datagram, UVError>()
+            server.datagrams.start(recorder.observer(loop))
+            // While paused, on the loop thread (the pause cannot end meanwhile): kilobyte
+            // datagrams until the kernel's queue holds a quarter of the buffer.
+            var filled = false
+            for _ in 0..<20 where !filled {
+                try #require(sendUntilPaused(server, recorder, loop))
+                filled =
+                    onLoop(loop) { () -> Bool in
+                        guard server.isPaused else { return false }
+                        let sender = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+                        defer { Glibc.close(sender) }
+                        let payload = [UInt8](repeating: UInt8(ascii: "k"), count: 1000)
+                        for _ in 0..<1000 {
+                            guard let (queued, limit) = socketMemory(of: server.fileDescriptor) else { return false }
+                            if queued >= limit / 4 { return true }
+                            _ = withLoopbackAddress(port: port) { sendto(sender, payload, payload.count, 0, $0, $1) }
+                        }
+                        return false
+                    } ?? false
+            }
+            try #require(filled)
+            #expect(onLoop(loop) { server.pacer.current } == 1_000_000_000)
+            // Its end finds the queue a quarter full: the next pause (taken once what came is
+            // read) is half as long, until one leaves the queue near empty.
+            #expect(eventually { onLoop(loop) { server.pacer.current } == 500_000_000 })
+            #expect(eventually { onLoop(loop) { server.pacer.current } == 1_000_000_000 })
+            #expect(recorder.ending.value == nil)
+        }
+    }
+
+    @Test func aRunDisposedDuringAPauseLeavesWhatCameToDrainAndReadsNoMore() throws {
+        try withLoop { loop in
+            let server = try UDPSocket(
+                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, readPause: .milliseconds(300))
+            let recorder = TimedRecorder()
+            let run = Box(recorder.start(server))
+            let port = server.localAddress.port
+            // On the loop thread, while paused: datagrams come, the run is disposed, the socket
+            // drained (loopd's shutdown). A pause that ended before the block ran is retried.
+            var outcome: (pausedAfterDispose: Bool, drained: [String])?
+            for _ in 0..<20 where outcome == nil {
+                try #require(sendUntilPaused(server, loop) { recorder.received.value.count })
+                outcome =
+                    onLoop(loop) { () -> (Bool, [String])? in
+                        guard server.isPaused else { return nil }
+                        let sender = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+                        for payload in ["d1", "d2", "d3"] {
+                            _ = withLoopbackAddress(port: port) { sendto(sender, payload, 2, 0, $0, $1) }
+                        }
+                        Glibc.close(sender)
+                        run.value.dispose()
+                        let paused = server.isPaused
+                        var payloads: [String] = []
+                        _ = server.drain { bytes, _ in payloads.append(String(decoding: bytes, as: UTF8.self)) }
+                        return (paused, payloads)
+                    } ?? nil
+            }
+            let (pausedAfterDispose, drained) = try #require(outcome)
+            #expect(!pausedAfterDispose, "disposing the run ends the pause")
+            #expect(drained.suffix(3) == ["d1", "d2", "d3"], "\(drained)")
+            #expect(eventually { recorder.ending.value == "interrupted" })
+            // Past the pause's end: nothing read for the disposed run, nothing left behind.
+            let count = recorder.received.value.count
+            Thread.sleep(forTimeInterval: 0.4)
+            #expect(recorder.received.value.count == count)
+            #expect(recorder.received.value.allSatisfy { $0.payload == "p" })
+            #expect(onLoop(loop) { server.drain { _, _ in } } == 0)
+        }
+    }
+
+    @Test func aRunStartedDuringThePauseOfADisposedOneKeepsReadingPastItsEnd() throws {
+        try withLoop { loop in
+            let server = try UDPSocket(
+                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, readPause: .milliseconds(300))
+            let port = server.localAddress.port
+            let recorder = Recorder<Datagram, UVError>()
+            let run = server.datagrams.start(recorder.observer(loop))
+            #expect(sendUntilPaused(server, recorder, loop))
+            run.dispose()
+            #expect(eventually { recorder.ending.value == "interrupted" })
+            // A new run, during the old run's pause (disposing it cancelled the pause).
+            #expect(onLoop(loop) { server.isPaused } == false)
+            let again = Recorder<Datagram, UVError>()
+            server.datagrams.start(again.observer(loop))
+            send(["c"], to: port)
+            #expect(eventually { again.values.value.contains { $0.bytes.description == "c" } })
+            // Past the end of the old pause, which must not touch the new run (reading started
+            // twice would fail it with EALREADY).
+            Thread.sleep(forTimeInterval: 0.5)
+            #expect(again.ending.value == nil)
+            send(["d"], to: port)
+            #expect(eventually { again.values.value.last?.bytes.description == "d" })
+        }
+    }
+
+    @Test(arguments: ["close", "stop"])
+    func closingTheSocketOrStoppingTheLoopDuringAPauseEndsTheRunAndTheTimer(_ how: String) throws {
+        let loop = try EventLoop.startOnNewThread()
+        let server = try UDPSocket(
+            boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, readPause: .seconds(1))
+        let recorder = Recorder<Datagram, UVError>()
+        server.datagrams.start(recorder.observer(loop))
+        #expect(sendUntilPaused(server, recorder, loop))
+        let timers = Box<Weak<_LoopTimers>>(Weak(nil))
+        _ = onLoop(loop) { timers.value = Weak(server.pauseTimers) }
+        #expect(timers.value.object != nil)
+        let count = recorder.values.value.count
+        if how == "close" {
+            server.close()
+            #expect(eventually { recorder.ending.value == "completed" })
+            // The pause's timer closes with the socket, not at the loop's end.
+            #expect(eventually { timers.value.object == nil })
+            Thread.sleep(forTimeInterval: 1.2)
+            #expect(recorder.values.value.count == count)
+        }
+        loop.stop()
+        loop.waitUntilStopped()
+        #expect(loop.closeStatus == 0, "every handle closed, the pause's timer too")
+        #expect(recorder.ending.value == (how == "close" ? "completed" : "interrupted"))
+        #expect(timers.value.object == nil)
+    }
+
+    @Test func theReadPauseCanBeSetAndClearedWhileReading() throws {
+        try withLoop { loop in
+            let server = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop)
+            #expect(server.readPause == nil)
+            let recorder = Recorder<Datagram, UVError>()
+            server.datagrams.start(recorder.observer(loop))
+            send(["a"], to: server.localAddress.port)
+            #expect(eventually { recorder.values.value.count == 1 })
+            server.readPause = .milliseconds(300)
+            #expect(server.readPause == .milliseconds(300))
+            #expect(sendUntilPaused(server, recorder, loop))
+            // Cleared during a pause: that pause ends as it was set, and no other starts.
+            server.readPause = nil
+            #expect(eventually { onLoop(loop) { server.isPaused } == false })
+            let pauses = onLoop(loop) { server.readPauses }
+            for burst in 0..<20 {
+                let expected = recorder.values.value.count + 10
+                send(Array(repeating: "q\(burst)", count: 10), to: server.localAddress.port)
+                try #require(eventually { recorder.values.value.count == expected })
+            }
+            #expect(onLoop(loop) { server.readPauses } == pauses)
+        }
+    }
+
+    @Test func aReadPauseOutOfRangeNamesTheAPIArgumentAndValue() async {
+        let prefix = "readPause must be at least 1 nanosecond and at most 1 second, got "
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: EventLoop(), readPause: .zero)
+        }.map { result in
+            let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+            #expect(message.contains("UDPSocket(boundTo:on:readPause:): " + prefix + "0.0 seconds"))
+        }
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let socket = try UDPSocket(boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: EventLoop())
+            socket.readPause = .milliseconds(1001)
+        }.map { result in
+            let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+            #expect(message.contains("UDPSocket.readPause: " + prefix + "1.001 seconds"))
         }
     }
 
