@@ -51,6 +51,10 @@ struct CommandLineOptions {
                 "UDP sockets on the port (SO_REUSEPORT), each read into a table of its own on a core of its own, merged at each flush; at most the cores. Default: one per core.",
                 \.readers),
             whole("udp-buffer", "The UDP receive buffer to ask for, in bytes. Default: 8388608.", \.udpBuffer),
+            whole(
+                "udp-read-pause",
+                "Microseconds a UDP socket's reading pauses when datagrams come fast, so that its next reads take many at once (0: never; at most 1000000). Default: 500 with a receive buffer of 2 MiB or more, else 0.",
+                \.udpReadPause),
             whole("max-line", "The longest line accepted, in bytes. Default: 8192.", \.maxLine),
             number("flush-interval", "Seconds between flushes. Default: 10.", \.flushInterval),
             text(

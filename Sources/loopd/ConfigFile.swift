@@ -37,7 +37,8 @@ struct ConfigFile {
 
     /// The top-level keys a file may have, besides `mappings`.
     static let keys: Set<String> = [
-        "host", "port", "udp-buffer", "max-line", "flush-interval", "output", "graphite", "prometheus",
+        "host", "port", "udp-buffer", "udp-read-pause", "max-line", "flush-interval", "output", "graphite",
+        "prometheus",
         "prometheus-timers", "prometheus-buckets", "unix-socket", "unix-stream", "unix-socket-mode", "max-series",
         "expire-after",
         "tcp-idle-timeout", "graphite-max-queued", "log-level", "percentiles", "prefix", "prefix-counter",

@@ -32,6 +32,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     struct Configuration {
         var listen: SocketAddress
         var udpBuffer: Int
+        /// `--udp-read-pause`, in microseconds (0: reading never pauses); nil: not set, so
+        /// `defaultReadPause` if the kernel granted a receive buffer of `bufferForReadPause`.
+        var udpReadPause: Int?
         var maxLine: Int
         var flushInterval: Double
         var output: String
@@ -53,7 +56,22 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         var graphiteLayout = GraphiteFormat.Layout.loopd
         /// UDP sockets on the port (`SO_REUSEPORT`), each read on a loop of its own.
         var readers = 1
+
+        /// The UDP sockets' `readPause`, for a receive buffer of `granted` bytes (as
+        /// `UDPSocket.receiveBufferSize` reports it).
+        func readPause(granted: Int) -> Duration? {
+            guard let udpReadPause else { return granted >= Daemon.bufferForReadPause ? Daemon.defaultReadPause : nil }
+            return udpReadPause == 0 ? nil : .microseconds(udpReadPause)
+        }
     }
+
+    /// The read pause when `--udp-read-pause` is not set (see docs/loopd.md).
+    static let defaultReadPause = Duration.microseconds(500)
+    /// The smallest receive buffer (as `SO_RCVBUF` reports it, twice what holds data) with
+    /// which reading pauses when `--udp-read-pause` is not set: a buffer the kernel capped at
+    /// its default `net.core.rmem_max` (208 KiB, reported as 416 KiB) has too little room to
+    /// spare for what arrives during a pause and a flush.
+    static let bufferForReadPause = 2 << 20
 
     /// The most TCP and Unix stream clients connected at once; one beyond it is disconnected at
     /// once and counted (`loopd.tcp_connections_refused`).
@@ -155,7 +173,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         output = OutputWriter(try FileOutput(path: configuration.output), logger: logger)
         (udp, tcp) = try Self.openInputs(configuration, on: loop)
         let (udp, tcp) = (udp, tcp)
-        (readers, readerLoops) = try Self.openReaders(configuration, at: udp.localAddress) {
+        (readers, readerLoops) = try Self.openReaders(configuration, at: udp.localAddress, readPause: udp.readPause) {
             udp.close()
             tcp.close()
         }
@@ -227,6 +245,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
                 throw StartupError(description: "--host/--port \(listen): cannot receive UDP there: \(error.message)")
             }
             let tcpAddress = try! SocketAddress(host: udp.localAddress.host, port: udp.localAddress.port)
+            // Before the loop runs, on the thread that will run it.
+            udp.readPause = configuration.readPause(granted: udp.receiveBufferSize)
             do {
                 return (udp, try TCPListener(boundTo: tcpAddress, on: loop))
             } catch {
@@ -242,7 +262,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     /// The readers beyond the first, each with a socket bound to `address` (with
     /// `SO_REUSEPORT`, as the first's) on a loop of its own; on failure, `cleanUp` runs.
     private static func openReaders(
-        _ configuration: Configuration, at address: SocketAddress, cleanUp: () -> Void
+        _ configuration: Configuration, at address: SocketAddress, readPause: Duration?, cleanUp: () -> Void
     ) throws(StartupError) -> ([Reader], EventLoopGroup?) {
         guard configuration.readers > 1 else { return ([], nil) }
         let group: EventLoopGroup
@@ -258,7 +278,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             do {
                 readers.append(
                     try Reader(
-                        address, on: loop, receiveBufferSize: configuration.udpBuffer, maxLine: configuration.maxLine,
+                        address, on: loop, receiveBufferSize: configuration.udpBuffer,
+                        readPause: readPause, maxLine: configuration.maxLine,
                         maxSeries: configuration.maxSeries, mapper: configuration.mapper))
             } catch {
                 for reader in readers { reader.udp.close() }
@@ -286,8 +307,16 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
 
     private func start() {
         let granted = udp.receiveBufferSize
+        let pauseDescription =
+            switch (udp.readPause, configuration.udpReadPause) {
+            case let (pause?, _):
+                "\(pause.components.seconds * 1_000_000 + pause.components.attoseconds / 1_000_000_000_000) µs"
+            case (nil, 0): "none (udp-read-pause 0)"
+            case (nil, _):
+                "none, as the buffer granted is under \(Self.bufferForReadPause) bytes (raise net.core.rmem_max, or set --udp-read-pause)"
+            }
         logger.info(
-            "loopd \(LoopdVersion.string) listening on \(udp.localAddress) (UDP and TCP), \(readers.count + 1) UDP reader\(readers.isEmpty ? "" : "s"); UDP receive buffer: asked \(configuration.udpBuffer) bytes, the kernel granted \(granted) (SO_RCVBUF, half of it for data)"
+            "loopd \(LoopdVersion.string) listening on \(udp.localAddress) (UDP and TCP), \(readers.count + 1) UDP reader\(readers.isEmpty ? "" : "s"); UDP receive buffer: asked \(configuration.udpBuffer) bytes, the kernel granted \(granted) (SO_RCVBUF, half of it for data); read pause: \(pauseDescription)"
         )
         prometheus?.onReload = { [self] in reload("POST /-/reload") }
         prometheus?.start()
@@ -410,6 +439,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         func compare<Value: Equatable>(_ key: String, _ a: Value, _ b: Value) { if a != b { restart.append(key) } }
         compare("host/port", old.listen.description, new.listen.description)
         compare("udp-buffer", old.udpBuffer, new.udpBuffer)
+        compare("udp-read-pause", old.udpReadPause, new.udpReadPause)
         compare("max-line", old.maxLine, new.maxLine)
         compare("flush-interval", old.flushInterval, new.flushInterval)
         compare("output", old.output, new.output)

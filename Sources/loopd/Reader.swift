@@ -30,11 +30,12 @@ final class Reader: @unchecked Sendable {  // Confined to `loop`, but for the co
     /// Binds a socket to `address` (which the first reader's socket holds, with `SO_REUSEPORT`)
     /// on `loop`.
     init(
-        _ address: SocketAddress, on loop: EventLoop, receiveBufferSize: Int, maxLine: Int, maxSeries: Int,
-        mapper: Mapper?
+        _ address: SocketAddress, on loop: EventLoop, receiveBufferSize: Int, readPause: Duration?, maxLine: Int,
+        maxSeries: Int, mapper: Mapper?
     ) throws(UVError) {
         self.loop = loop
-        udp = try UDPSocket(boundTo: address, on: loop, receiveBufferSize: receiveBufferSize, reusePort: true)
+        udp = try UDPSocket(
+            boundTo: address, on: loop, receiveBufferSize: receiveBufferSize, reusePort: true, readPause: readPause)
         ingest = Ingest(maxLineLength: maxLine, maxSeries: maxSeries, mapper: mapper)
     }
 

@@ -16,6 +16,7 @@ struct Settings {
         var host: String?
         var port: Int?
         var udpBuffer: Int?
+        var udpReadPause: Int?
         var maxLine: Int?
         var flushInterval: Double?
         var output: String?
@@ -124,6 +125,8 @@ struct Settings {
         let port = flags.port ?? portFile ?? 8125
         let udpBufferFile = try file?.int("udp-buffer")
         let udpBuffer = flags.udpBuffer ?? udpBufferFile ?? 8 * 1024 * 1024
+        let udpReadPauseFile = try file?.int("udp-read-pause")
+        let udpReadPause = flags.udpReadPause ?? udpReadPauseFile
         let maxLineFile = try file?.int("max-line")
         let maxLine = flags.maxLine ?? maxLineFile ?? 8192
         let flushIntervalFile = try file?.double("flush-interval")
@@ -205,6 +208,10 @@ struct Settings {
         try check(
             udpBuffer > 0 && udpBuffer <= Int(Int32.max),
             "\(origin("udp-buffer", flag: flags.udpBuffer)) must be in 1...\(Int32.max), got \(udpBuffer)")
+        try check(
+            udpReadPause.map { (0...1_000_000).contains($0) } ?? true,
+            "\(origin("udp-read-pause", flag: flags.udpReadPause)) must be in 0...1000000 microseconds, got \(udpReadPause ?? 0)"
+        )
         try check(
             maxLine > 0 && maxLine <= 65536,
             "\(origin("max-line", flag: flags.maxLine)) must be in 1...65536, got \(maxLine)")
@@ -295,7 +302,8 @@ struct Settings {
                 listen: try Daemon.address(
                     host: host, port: port,
                     flag: flags.host == nil && file?.entries["host"] != nil ? file!.origin("host") : "--host/--port"),
-                udpBuffer: udpBuffer, maxLine: maxLine, flushInterval: flushInterval, output: output,
+                udpBuffer: udpBuffer, udpReadPause: udpReadPause,
+                maxLine: maxLine, flushInterval: flushInterval, output: output,
                 graphite: try graphite.map {
                     try Daemon.endpoint(
                         $0, flag: origin("graphite", flag: flags.graphite), example: "carbon.example.com:2003")

@@ -17,8 +17,10 @@ struct CommandLineOptionsTests {
         var arguments: [String] = []
         for option in CommandLineOptions.options {
             let value =
-                ["port", "readers", "udp-buffer", "max-line", "max-series", "expire-after", "graphite-max-queued"]
-                    .contains(option.name)
+                [
+                    "port", "readers", "udp-buffer", "udp-read-pause", "max-line", "max-series", "expire-after",
+                    "graphite-max-queued",
+                ].contains(option.name)
                 ? "7" : option.name.hasSuffix("interval") || option.name.hasSuffix("timeout") ? "1.5" : "v"
             arguments += ["--\(option.name)", value]
         }
@@ -26,6 +28,7 @@ struct CommandLineOptionsTests {
         let flags = parsed.flags
         #expect(parsed.action == .run && parsed.config == "v")
         #expect(flags.port == 7 && flags.readers == 7 && flags.udpBuffer == 7 && flags.maxLine == 7)
+        #expect(flags.udpReadPause == 7)
         #expect(flags.maxSeries == 7 && flags.expireAfter == 7 && flags.graphiteMaxQueued == 7)
         #expect(flags.flushInterval == 1.5 && flags.tcpIdleTimeout == 1.5)
         let texts = [

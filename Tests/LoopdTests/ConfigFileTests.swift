@@ -29,6 +29,7 @@ struct ConfigFileTests {
             host: 127.0.0.2
             port: 9125
             udp-buffer: 1_048_576
+            udp-read-pause: 250
             max-line: 4096
             flush-interval: 2.5
             output: /tmp/loopd.jsonl
@@ -64,6 +65,7 @@ struct ConfigFileTests {
         let configuration = settings.configuration
         #expect(configuration.listen.description == "127.0.0.2:9125")
         #expect(configuration.udpBuffer == 1_048_576 && configuration.maxLine == 4096)
+        #expect(configuration.udpReadPause == 250 && configuration.readPause(granted: 4096) == .microseconds(250))
         #expect(configuration.flushInterval == 2.5 && configuration.output == "/tmp/loopd.jsonl")
         #expect(configuration.graphite?.description == "carbon.example.com:2003")
         #expect(configuration.prometheus?.description == "0.0.0.0:9102")
@@ -84,7 +86,7 @@ struct ConfigFileTests {
         #expect(configuration.graphiteLayout == .etsy)
         #expect(configuration.readers == 1)
         // Every key the file may have was set above.
-        #expect(ConfigFile.keys.count == 28)
+        #expect(ConfigFile.keys.count == 29)
     }
 
     @Test func flagsOverrideTheFileAndTheFileTheDefaults() throws {
@@ -99,6 +101,12 @@ struct ConfigFileTests {
         #expect(settings.configuration.percentiles == [75])
         #expect(settings.configuration.flushInterval == 3)
         #expect(settings.configuration.maxLine == 8192, "the default")
+        // Not set: 500 µs with a receive buffer of 2 MiB or more, else none.
+        #expect(settings.configuration.udpReadPause == nil)
+        #expect(settings.configuration.readPause(granted: 16 << 20) == .microseconds(500))
+        #expect(settings.configuration.readPause(granted: 2 << 20) == .microseconds(500))
+        #expect(settings.configuration.readPause(granted: (2 << 20) - 1) == nil)
+        #expect(try Self.settings("udp-read-pause: 0\n").configuration.readPause(granted: 16 << 20) == nil, "0: none")
         let empty = try Self.settings("")
         #expect(empty.configuration.readers == Settings.cores, "one reader per core by default")
         #expect(empty.configuration.listen.description == "127.0.0.1:8125")
@@ -133,6 +141,7 @@ struct ConfigFileTests {
         ("tags: host\n", "loopd.yaml:1: tags: expected a list of tags"),
         ("graphite-layout: carbon\n", "loopd.yaml:1: graphite-layout must be loopd or etsy, got \"carbon\""),
         ("readers: 0\n", "loopd.yaml:1: readers must be in 1...\(Settings.cores) (the cores), got 0"),
+        ("udp-read-pause: 1000001\n", "loopd.yaml:1: udp-read-pause must be in 0...1000000 microseconds, got 1000001"),
         ("readers: 4096\n", "loopd.yaml:1: readers must be in 1...\(Settings.cores) (the cores), got 4096"),
         ("mappings:\n  - name: x\n", "loopd.yaml:2: mapping rule: match is required"),
         ("mappings:\n  - match: a\n    nmae: x\n", "loopd.yaml:3: unknown mapping rule key \"nmae\""),

@@ -73,6 +73,18 @@ struct LoopdEndToEndTests {
         #expect(!users.isEmpty && users.allSatisfy { ($0["count"] as! Double) <= 7 })
     }
 
+    @Test(arguments: [
+        (["--udp-read-pause", "300"], "; read pause: 300 µs"),
+        (["--udp-read-pause", "0"], "; read pause: none (udp-read-pause 0)"),
+        (["--udp-buffer", "100000"], "; read pause: none, as the buffer granted is under 2097152 bytes"),
+        (["--udp-buffer", "100000", "--udp-read-pause", "1000000"], "; read pause: 1000000 µs"),
+    ])
+    func theReadPauseInUseIsLogged(arguments: [String], expected: String) throws {
+        let loopd = try LoopdProcess(arguments)
+        let line = try loopd.waitForLog("listening on")
+        #expect(line.contains(expected), "\(line)")
+    }
+
     @Test func everyReaderCountsExactlyThroughSIGTERM() throws {
         // As many readers as the cores (at least two sockets when there are two cores, as on CI);
         // 64 senders, each on its own port, so that the kernel spreads them over the sockets.
@@ -248,6 +260,7 @@ struct LoopdEndToEndTests {
     @Test(arguments: [
         ("--port", "--port must be in 0...65535, got -1"),
         ("--udp-buffer", "--udp-buffer must be in 1...2147483647, got -1"),
+        ("--udp-read-pause", "--udp-read-pause must be in 0...1000000 microseconds, got -1"),
         ("--max-line", "--max-line must be in 1...65536, got -1"),
         ("--flush-interval", "--flush-interval must be in 0.01...86400 seconds, got -1"),
         ("--max-series", "--max-series must be in 1...2147483647, got -1"),
