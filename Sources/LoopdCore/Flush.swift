@@ -321,9 +321,9 @@ public struct Flush: Sendable {
         _ index: Int, _ body: (_ name: UnsafeRawBufferPointer, _ tags: UnsafeRawBufferPointer) -> Result
     ) -> Result {
         table.withKey(index) { key in
-            // The kind, the name, then `|#` and the tags if there are any.
-            var bar = 1
-            while bar < key.count && key[bar] != UInt8(ascii: "|") { bar += 1 }
+            // The kind, the name, then `|#` and the tags if there are any. Eight bytes at a
+            // time: byte by byte, this search was about 67 instructions a series.
+            let bar = firstIndex(of: UInt8(ascii: "|"), in: key, from: 1, to: key.count)
             let tags = Swift.min(bar + 2, key.count)
             return body(UnsafeRawBufferPointer(rebasing: key[1..<bar]), UnsafeRawBufferPointer(rebasing: key[tags...]))
         }

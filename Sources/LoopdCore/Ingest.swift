@@ -5,11 +5,12 @@
 ///
 /// Confined to one thread (loopd's loop thread): every method mutates.
 ///
-/// The properties every line touches (`parser`, `table`, `counts`) are exempt from Swift's
-/// dynamic exclusivity checks, which cost about 75 instructions each, several times per line.
-/// What makes that safe: one thread, and no access to them is held across a call out of the
-/// class (`onBadLine` and `onTableFull` are called after the access that found the problem has
-/// ended), so no two accesses can overlap, even when a callback calls back into `Ingest`.
+/// The properties every line touches (`parser`, `table`, `counts`), and the two callbacks that
+/// every datagram reads, are exempt from Swift's dynamic exclusivity checks, which cost about
+/// 75 instructions each, several times per line. What makes that safe: one thread, and no
+/// access to them is held across a call out of the class (`onBadLine` and `onTableFull` are
+/// read, then called, after the access that found the problem has ended), so no two accesses
+/// can overlap, even when a callback calls back into `Ingest` or replaces itself.
 public final class Ingest {
     /// The parser (its `maxLineLength` is loopd's `--max-line`).
     @exclusivity(unchecked) public private(set) var parser: StatsDParser
@@ -19,10 +20,10 @@ public final class Ingest {
     @exclusivity(unchecked) public private(set) var counts = Counts()
     /// Called for each rejected line, with the reason and the line's bytes (valid during the
     /// call only). Nil: rejected lines are only counted.
-    public var onBadLine: ((LineError, UnsafeRawBufferPointer) -> Void)?
+    @exclusivity(unchecked) public var onBadLine: ((LineError, UnsafeRawBufferPointer) -> Void)?
     /// Called the first time a line for a new series is dropped because the table is full, and
     /// then once per interval while it goes on.
-    public var onTableFull: ((UnsafeRawBufferPointer) -> Void)?
+    @exclusivity(unchecked) public var onTableFull: ((UnsafeRawBufferPointer) -> Void)?
     private var reportedFullInInterval: UInt32 = 0
 
     /// What `Ingest` has counted since it was created.

@@ -116,6 +116,23 @@ struct SeriesTableTests {
         #expect(flush(ingest).counters["ok"] == 4)
     }
 
+    @Test func aBadLineCallbackThatReplacesItselfOrIngestsMoreTakesEffectAtTheNextLine() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        var calls: [String] = []
+        ingest.onBadLine = { [unowned ingest] reason, _ in
+            calls.append("first \(reason)")
+            // From inside the callback: another line ingested, and the callback replaced.
+            ingest.ingest(line: UnsafeRawBufferPointer(start: nil, count: 0))
+            feed(ingest, "inner:1|c\n")
+            ingest.onBadLine = { reason, _ in calls.append("second \(reason)") }
+        }
+        feed(ingest, "bad:x|c\nok:1|c\nworse\n:1|c\n")
+        #expect(
+            calls == ["first value is not a finite number", "second no ':' before a value", "second empty metric name"])
+        #expect(flush(ingest).counters == ["inner": 1, "ok": 1])
+        #expect(ingest.counts.lines == 5 && ingest.counts.badLines == 3)
+    }
+
     @Test func theLastLineOfATruncatedDatagramIsRejected() {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         feed(ingest, bytes: Array("a:1|c\nb:2|c\nc:3".utf8), truncated: true)
