@@ -67,10 +67,10 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
 
     /// The read pause when `--udp-read-pause` is not set (see docs/loopd.md).
     static let defaultReadPause = Duration.microseconds(500)
-    /// The smallest receive buffer (as `SO_RCVBUF` reports it, twice what holds data) with
-    /// which reading pauses when `--udp-read-pause` is not set: a buffer the kernel capped at
-    /// its default `net.core.rmem_max` (208 KiB, reported as 416 KiB) has too little room to
-    /// spare for what arrives during a pause and a flush.
+    /// The smallest receive buffer (as `SO_RCVBUF` reports it) with which reading pauses when
+    /// `--udp-read-pause` is not set: with a buffer the kernel capped at its default
+    /// `net.core.rmem_max` (208 KiB), loopd can lose a few datagrams at high rates even without
+    /// pauses (docs/performance.md), and a pause would hold more in it.
     static let bufferForReadPause = 2 << 20
 
     /// The most TCP and Unix stream clients connected at once; one beyond it is disconnected at
