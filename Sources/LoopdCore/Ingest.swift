@@ -5,9 +5,9 @@
 ///
 /// Confined to one thread (loopd's loop thread): every method mutates.
 ///
-/// The properties every line touches (`parser`, `table`, `counts`), and the two callbacks that
-/// every datagram reads, are exempt from Swift's dynamic exclusivity checks, which cost about
-/// 75 instructions each, several times per line. What makes that safe: one thread, and no
+/// The properties every line touches (`parser`, `table`, `counts`), and the two callbacks (the
+/// optimizer checked them once per datagram), are exempt from Swift's dynamic exclusivity
+/// checks, which cost about 75 instructions each, several times per line. What makes that safe: one thread, and no
 /// access to them is held across a call out of the class (`onBadLine` and `onTableFull` are
 /// read, then called, after the access that found the problem has ended), so no two accesses
 /// can overlap, even when a callback calls back into `Ingest` or replaces itself.

@@ -125,10 +125,15 @@ struct SeriesTableTests {
             ingest.ingest(line: UnsafeRawBufferPointer(start: nil, count: 0))
             feed(ingest, "inner:1|c\n")
             ingest.onBadLine = { reason, _ in calls.append("second \(reason)") }
+            // The replaced closure's context is still in use: it must outlive the call.
+            calls.append("replaced")
         }
         feed(ingest, "bad:x|c\nok:1|c\nworse\n:1|c\n")
         #expect(
-            calls == ["first value is not a finite number", "second no ':' before a value", "second empty metric name"])
+            calls == [
+                "first value is not a finite number", "replaced", "second no ':' before a value",
+                "second empty metric name",
+            ])
         #expect(flush(ingest).counters == ["inner": 1, "ok": 1])
         #expect(ingest.counts.lines == 5 && ingest.counts.badLines == 3)
     }
