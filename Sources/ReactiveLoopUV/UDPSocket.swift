@@ -461,26 +461,27 @@ func drainDatagrams(
     return read
 }
 
-/// The bytes a socket's receive queue holds and the most it may (Linux's `SO_MEMINFO`,
-/// `SK_MEMINFO_RMEM_ALLOC` and `SK_MEMINFO_RCVBUF`), or nil where the kernel does not say.
-func socketMemory(of fd: Int32) -> (queued: UInt32, limit: UInt32)? {
+/// Linux's `SO_MEMINFO` for socket `fd` (-1: none): its counters, the `SK_MEMINFO_VARS` the
+/// kernel filled (`count`), or nil where it does not say.
+private func socketMemoryInfo(of fd: Int32) -> (counters: [UInt32], count: Int)? {
     guard fd >= 0 else { return nil }
-    var info: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0, 0, 0, 0, 0, 0)
-    var length = socklen_t(MemoryLayout.size(ofValue: info))
-    guard getsockopt(fd, SOL_SOCKET, 55, &info, &length) == 0, length >= 8 else { return nil }  // SO_MEMINFO
-    return (info.0, info.1)
+    var info = [UInt32](repeating: 0, count: 9)  // SK_MEMINFO_VARS
+    var length = socklen_t(info.count * 4)
+    let soMeminfo: Int32 = 55  // SO_MEMINFO, which Glibc's module does not export.
+    guard getsockopt(fd, SOL_SOCKET, soMeminfo, &info, &length) == 0 else { return nil }
+    return (info, Int(length) / 4)
+}
+
+/// The bytes a socket's receive queue holds and the most it may (`SK_MEMINFO_RMEM_ALLOC` and
+/// `SK_MEMINFO_RCVBUF`), or nil where the kernel does not say.
+func socketMemory(of fd: Int32) -> (queued: UInt32, limit: UInt32)? {
+    guard let (counters, count) = socketMemoryInfo(of: fd), count >= 2 else { return nil }
+    return (counters[0], counters[1])
 }
 
 /// The datagrams the kernel dropped for socket `fd` (-1: none) because its receive buffer was
-/// full: Linux's `SO_MEMINFO`, `SK_MEMINFO_DROPS`; nil where the kernel does not say.
+/// full (`SK_MEMINFO_DROPS`, the last counter), or nil where the kernel does not say.
 func socketKernelDrops(of fd: Int32) -> UInt64? {
-    guard fd >= 0 else { return nil }
-    let count = 9  // SK_MEMINFO_VARS; SK_MEMINFO_DROPS is the last.
-    var info = [UInt32](repeating: 0, count: count)
-    var length = socklen_t(count * 4)
-    let soMeminfo: Int32 = 55  // SO_MEMINFO, which Glibc's module does not export.
-    guard getsockopt(fd, SOL_SOCKET, soMeminfo, &info, &length) == 0, length >= socklen_t(count * 4) else {
-        return nil
-    }
-    return UInt64(info[count - 1])
+    guard let (counters, count) = socketMemoryInfo(of: fd), count >= 9 else { return nil }
+    return UInt64(counters[8])
 }
