@@ -331,24 +331,22 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
         let maxLine = configuration.maxLine
         Self.log(ingest, to: logger, maxSeries: configuration.maxSeries, reader: "")
         for reader in readers { reader.start(logger: logger, maxSeries: configuration.maxSeries) }
-        inputs += udp.datagrams.start { [self] event in
-            switch event {
-            case let .value(datagram):
-                datagram.bytes.withUnsafeBytes { ingest.ingest(datagram: $0, truncated: datagram.isTruncated) }
-            case let .failed(error): logger.error("UDP receive failed: \(error)")
-            default: break
-            }
-        }
+        // Values and failures apart: each datagram reaches the ingest as a plain argument, not
+        // wrapped in an event.
+        inputs += udp.datagrams.start(
+            Signal.Observer(
+                value: { [self] datagram in
+                    datagram.bytes.withUnsafeBytes { ingest.ingest(datagram: $0, truncated: datagram.isTruncated) }
+                },
+                failed: { [self] error in logger.error("UDP receive failed: \(error)") }))
         if let unix {
             logger.info("receiving on the Unix datagram socket \(unix.path)")
-            inputs += unix.datagrams.start { [self] event in
-                switch event {
-                case let .value(datagram):
-                    datagram.bytes.withUnsafeBytes { ingest.ingest(datagram: $0, truncated: datagram.isTruncated) }
-                case let .failed(error): logger.error("Unix socket receive failed: \(error)")
-                default: break
-                }
-            }
+            inputs += unix.datagrams.start(
+                Signal.Observer(
+                    value: { [self] datagram in
+                        datagram.bytes.withUnsafeBytes { ingest.ingest(datagram: $0, truncated: datagram.isTruncated) }
+                    },
+                    failed: { [self] error in logger.error("Unix socket receive failed: \(error)") }))
         }
         inputs += tcp.connections.start { [self] event in
             switch event {

@@ -43,14 +43,13 @@ final class Reader: @unchecked Sendable {  // Confined to `loop`, but for the co
     func start(logger: Logger, maxSeries: Int) {
         _ = loop.execute { [self] in
             Daemon.log(ingest, to: logger, maxSeries: maxSeries, reader: " on a reader")
-            run = udp.datagrams.start { [self] event in
-                switch event {
-                case let .value(datagram):
-                    datagram.bytes.withUnsafeBytes { ingest.ingest(datagram: $0, truncated: datagram.isTruncated) }
-                case let .failed(error): logger.error("UDP receive failed on a reader: \(error)")
-                default: break
-                }
-            }
+            // Values and failures apart: each datagram reaches the ingest as a plain argument.
+            run = udp.datagrams.start(
+                Signal.Observer(
+                    value: { [self] datagram in
+                        datagram.bytes.withUnsafeBytes { ingest.ingest(datagram: $0, truncated: datagram.isTruncated) }
+                    },
+                    failed: { error in logger.error("UDP receive failed on a reader: \(error)") }))
         }
     }
 

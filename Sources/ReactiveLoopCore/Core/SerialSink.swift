@@ -47,10 +47,28 @@ final class _SerialSink<Value, Error: Swift.Error>: _LifetimeEndHandler, _Serial
         downstream?.release()
     }
 
-    /// An observer whose events go to this sink (and that keeps it alive).
+    /// An observer whose events go to this sink (and that keeps it alive). Its values take the
+    /// shortcut `send(value:)`.
     @inlinable
     var input: Signal<Value, Error>.Observer {
-        Signal<Value, Error>.Observer { [self] event in self.send(event) }
+        Signal<Value, Error>.Observer(
+            { [self] event in self.send(event) }, values: { [self] value in send(value: value) })
+    }
+
+    /// `send(.value(value))`, without making the event unless the send is contended or
+    /// reentrant: taking delivery from idle means nothing is pending and the output has not
+    /// ended, so the value goes straight to the downstream observer's value shortcut, as
+    /// `deliverUncontended` would send it.
+    @inlinable @inline(__always)
+    func send(value: Value) {
+        let me = _currentThreadID()
+        if _fastPath(tryAcquire(me)) {
+            assertOwner("_SerialSink.send(value:)")
+            downstream.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.send(value: value) }
+            release(me)
+        } else {
+            sendSlow(.value(value), me)
+        }
     }
 
     /// The parking lock this sink's waiters and posted events use.
