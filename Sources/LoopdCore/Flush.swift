@@ -195,7 +195,7 @@ public struct Flush: Sendable {
             let series = samples[start].series
             let index = Int(series)
             while end < samples.count && samples[end].series == series { end += 1 }
-            let scaledCount = table.current[index]
+            let scaledCount = table.sums[index].current
             let asked = table.seriesOptions(index).percentiles ?? percentiles
             var found: [SampleStats.Percentile] = []
             found.reserveCapacity(asked.count)
@@ -285,11 +285,11 @@ public struct Flush: Sendable {
         for series in 0..<table.count {
             let kind = table.kind(series)
             let value =
-                kind == .set ? Double(table.setMembers[Int32(series)]?.count ?? 0) : table.current[series]
+                kind == .set ? Double(table.setMembers[Int32(series)]?.count ?? 0) : table.sums[series].current
             summaries.append(
                 Summary(
                     series: series, kind: kind, hasData: table.lastSeen[series] == table.interval, value: value,
-                    total: table.total[series], totalSum: table.totalSum[series], stats: stats[Int32(series)],
+                    total: table.sums[series].total, totalSum: table.totalSum[series], stats: stats[Int32(series)],
                     buckets: buckets[Int32(series)] ?? [],
                     bucketBounds: kind.isSampled && !bucketBounds.isEmpty
                         ? table.seriesOptions(series).buckets ?? bucketBounds : []))

@@ -98,6 +98,15 @@ public final class Ingest {
     /// it is being written (`Ingest` is confined to one thread, and only `setMapper` writes it),
     /// which saves a dynamic exclusivity check (about 75 instructions) per line.
     @exclusivity(unchecked) private var isMapping = false
+    /// Whether plain lines (one value, no rate, no tags) for known series skip the full parse
+    /// (`StatsDParser.plainLine(_:from:)`): not while mapping, whose rules see every line's key.
+    /// Read on every line, unchecked as `isMapping` is.
+    @exclusivity(unchecked) private var takesPlainLines = true
+    /// Tests: false sends every line through the full parse, so that both paths can be compared
+    /// on the same lines.
+    @_spi(Testing) public var usesPlainLines = true {
+        didSet { takesPlainLines = !isMapping && usesPlainLines }
+    }
     /// What the rules made of each distinct key seen lately: the rules run once per key.
     private var mappingCache: MappingCache
     /// For each rule of `mapper`, the table's option set of the series it maps.
@@ -123,6 +132,7 @@ public final class Ingest {
     public func setMapper(_ mapper: Mapper?) {
         self.mapper = mapper.flatMap { $0.isIdentity ? nil : $0 }
         isMapping = self.mapper != nil
+        takesPlainLines = !isMapping && usesPlainLines
         mappingCache.clear(counted: false)
         ruleOptions = (mapper?.rules ?? []).map {
             table.optionSet(SeriesOptions(percentiles: $0.percentiles, buckets: $0.buckets))
@@ -135,11 +145,26 @@ public final class Ingest {
     /// Records every line of a datagram (lines end with `\n`; a `\r` before it is dropped; empty
     /// lines are skipped). `truncated`: the datagram lost its tail, so its last line is rejected
     /// as `LineError.tooLong`.
+    ///
+    /// Plain lines (`StatsDParser.plainLine(_:from:)`) of known series take a short path. A
+    /// client tends to send lines of one shape, so once a line of the datagram is found to be
+    /// of another shape (tags, a rate…), the rest of the datagram goes through the full parse
+    /// without trying: that try costs a tagged line about as much as the short path saves a
+    /// plain one.
     public func ingest(datagram: UnsafeRawBufferPointer, truncated: Bool = false) {
         counts.packets &+= 1
         var start = 0
         let end = datagram.count
+        var triesPlain = takesPlainLines
         while start < end {
+            if triesPlain && datagram[start] != UInt8(ascii: "_") {
+                let lineEnd = recordPlain(datagram, from: start, newlineEnds: true, truncated: truncated)
+                if lineEnd >= 0 {
+                    start = lineEnd + 1
+                    continue
+                }
+                triesPlain = lineEnd == Self.unknownSeries
+            }
             let newline = firstIndex(of: UInt8(ascii: "\n"), in: datagram, from: start, to: end)
             if newline == end && truncated {
                 reject(.tooLong, UnsafeRawBufferPointer(rebasing: datagram[start..<end]))
@@ -147,12 +172,45 @@ public final class Ingest {
             }
             ingestLine(UnsafeRawBufferPointer(rebasing: datagram[start..<newline]))
             start = newline + 1
+            // A callback may have set mapping rules, which every later line must go through.
+            triesPlain = triesPlain && takesPlainLines
         }
     }
 
     /// Records one line (without its `\n`; a trailing `\r` is dropped; an empty line is skipped).
     public func ingest(line: UnsafeRawBufferPointer) {
+        if takesPlainLines && line.first != UInt8(ascii: "_"),
+            recordPlain(line, from: 0, newlineEnds: false, truncated: false) >= 0
+        {
+            return
+        }
         ingestLine(line)
+    }
+
+    /// What `recordPlain` returns for a plain line whose series does not exist (or whose sums
+    /// would not be finite), as against `notPlain`, for a line of another shape.
+    private static let unknownSeries = -1
+    private static let notPlain = -2
+
+    /// Records the line at `start` in `bytes` if it is a plain line
+    /// (`StatsDParser.plainLine(_:from:)`) and its series exists, and returns where it ends;
+    /// else `unknownSeries` or `notPlain`, with nothing recorded or counted, for the full path
+    /// to take it. `newlineEnds`: the bytes are a datagram, whose lines a newline ends (else
+    /// they are one line); `truncated`: the datagram lost its tail, so its last line is not
+    /// plain.
+    @inline(__always)
+    private func recordPlain(
+        _ bytes: UnsafeRawBufferPointer, from start: Int, newlineEnds: Bool, truncated: Bool
+    ) -> Int {
+        guard let line = parser.plainLine(bytes, from: start), line.lineEnd == bytes.count ? !truncated : newlineEnds
+        else { return Self.notPlain }
+        guard
+            table.recordPlain(
+                line.kind, name: UnsafeRawBufferPointer(rebasing: bytes[start..<line.nameEnd]), hash: line.hash,
+                value: line.value)
+        else { return Self.unknownSeries }
+        counts.lines &+= 1
+        return line.lineEnd
     }
 
     /// `ingest(line:)`, inlined into the datagram loop: a call per line cost about 16

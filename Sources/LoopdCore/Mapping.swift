@@ -624,7 +624,7 @@ struct MappingCache {
             entry = Entry(result: .mapped, rule: Int32(rule), mappedStart: mappedBytes.count)
             mappedBytes += mapped
             entry.mappedEnd = mappedBytes.count
-            entry.mappedHash = mapped.withUnsafeBytes { StatsDParser.hash($0) }
+            entry.mappedHash = mapped.withUnsafeBytes { StatsDParser.keyHash($0) }
         }
         let index = entries.count
         keyBytes.append(contentsOf: key)
@@ -650,7 +650,7 @@ struct MappingCache {
         for index in entries.indices {
             let start = index == 0 ? 0 : keyEnds[index - 1]
             let hash = keyBytes.withUnsafeBytes {
-                StatsDParser.hash(UnsafeRawBufferPointer(rebasing: $0[start..<keyEnds[index]]))
+                StatsDParser.keyHash(UnsafeRawBufferPointer(rebasing: $0[start..<keyEnds[index]]))
             }
             place(index, hash: hash)
         }

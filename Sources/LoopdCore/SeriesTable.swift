@@ -53,13 +53,9 @@ public struct SeriesTable: Sendable {
     private var hashes: [UInt32] = []
     /// The interval of the series' last line.
     private(set) var lastSeen: [UInt32] = []
-    /// Counters: this interval's sum. Gauges: the value. Sampled kinds: this interval's count,
-    /// scaled by 1/rate. Sets: unused.
-    private(set) var current: [Double] = []
-    /// Counters and sampled kinds: the count since the series was created (Prometheus'
-    /// cumulative counters, which never decrease: a counter's negative increments are left out
-    /// of it); gauges and sets: unused.
-    private(set) var total: [Double] = []
+    /// Each series' `current` and `total`, side by side: a counter line writes both, and one
+    /// array is one check that it is not shared.
+    private(set) var sums: [Sums] = []
     /// Sampled kinds: the sum of the values since the series was created, each value counted
     /// 1/rate times, as the count counts it.
     private(set) var totalSum: [Double] = []
@@ -80,6 +76,17 @@ public struct SeriesTable: Sendable {
     /// Sampled kinds: the samples received in this interval (not scaled). Past `exactSamples`,
     /// a series' further samples go to its sketch.
     private(set) var intervalSamples: [UInt32] = []
+    /// A series' two running sums.
+    struct Sums: Sendable {
+        /// Counters: this interval's sum. Gauges: the value. Sampled kinds: this interval's
+        /// count, scaled by 1/rate. Sets: unused.
+        var current = 0.0
+        /// Counters and sampled kinds: the count since the series was created (Prometheus'
+        /// cumulative counters, which never decrease: a counter's negative increments are left
+        /// out of it); gauges and sets: unused.
+        var total = 0.0
+    }
+
     /// The quantile sketches of the series that received more than `exactSamples` samples in
     /// this interval: their samples beyond the first `exactSamples`.
     private(set) var sketches: [Int32: QuantileSketch] = [:]
@@ -131,7 +138,7 @@ public struct SeriesTable: Sendable {
     public var storageBytes: Int {
         keyBytes.capacity + 4 * (hashes.capacity + lastSeen.capacity + slots.capacity)
             + MemoryLayout<KeyOffset>.stride * keyEnds.capacity + 2 * options.capacity
-            + 8 * (current.capacity + total.capacity + totalSum.capacity + intervalSum.capacity)
+            + MemoryLayout<Sums>.stride * sums.capacity + 8 * (totalSum.capacity + intervalSum.capacity)
             + 8 * (intervalSumSquares.capacity + intervalM2.capacity) + 4 * intervalSamples.capacity
             + sketches.reduce(sketches.capacity * 16) { $0 + $1.value.storageBytes }
             + MemoryLayout<Sample>.stride * samples.capacity
@@ -188,17 +195,25 @@ public struct SeriesTable: Sendable {
             }
             if hashes[series] == hash32 && keyEquals(series, key) {
                 if line.kind == .counter { return recordCounter(line, into: series) }
-                var now = Aggregates(
-                    current: current[series], total: total[series], totalSum: totalSum[series],
-                    intervalSum: intervalSum[series])
-                if line.kind.isSampled { (now.sumSquares, now.m2) = (intervalSumSquares[series], intervalM2[series]) }
-                guard let next = Self.aggregates(line, from: now) else { return .nonFinite }
+                guard let next = Self.aggregates(line, from: aggregates(of: series, kind: line.kind)) else {
+                    return .nonFinite
+                }
                 apply(line, next, to: series)
                 lastSeries = series
                 return .recorded
             }
             slot = (slot + 1) & mask
         }
+    }
+
+    /// The aggregates of `series`, of kind `kind`, as they stand.
+    @inline(__always)
+    private func aggregates(of series: Int, kind: MetricKind) -> Aggregates {
+        var now = Aggregates(
+            current: sums[series].current, total: sums[series].total, totalSum: totalSum[series],
+            intervalSum: intervalSum[series])
+        if kind.isSampled { (now.sumSquares, now.m2) = (intervalSumSquares[series], intervalM2[series]) }
+        return now
     }
 
     // Inlined: a call would copy the whole table (its 168 bytes of fields) out of the
@@ -209,6 +224,17 @@ public struct SeriesTable: Sendable {
         let end = Int(keyEnds[series])
         guard end - start == key.count else { return false }
         return keyBytes.withUnsafeBytes { equalBytes($0.baseAddress! + start, key.baseAddress!, key.count) }
+    }
+
+    /// Whether series `series`'s key is `kind`'s byte and then `name`.
+    @inline(__always)
+    private func keyEquals(_ series: Int, kind: MetricKind, name: UnsafeRawBufferPointer) -> Bool {
+        let start = series == 0 ? 0 : Int(keyEnds[series - 1])
+        let end = Int(keyEnds[series])
+        guard end - start == name.count + 1 else { return false }
+        return keyBytes.withUnsafeBytes {
+            $0[start] == kind.rawValue && equalBytes($0.baseAddress! + start + 1, name.baseAddress!, name.count)
+        }
     }
 
     private mutating func insert(_ key: UnsafeRawBufferPointer, _ hash32: UInt32, at slot: Int) -> Int {
@@ -225,8 +251,7 @@ public struct SeriesTable: Sendable {
         keyEnds.append(KeyOffset(keyBytes.count))
         hashes.append(hash32)
         lastSeen.append(seen)
-        current.append(0)
-        total.append(0)
+        sums.append(Sums())
         totalSum.append(0)
         intervalSum.append(0)
         intervalSumSquares.append(0)
@@ -247,15 +272,80 @@ public struct SeriesTable: Sendable {
     @inline(__always)
     private mutating func recordCounter(_ line: ParsedLine, into series: Int) -> Outcome {
         let sums = Self.counterSums(line.values)
-        let nextCurrent = current[series] + sums.sum / line.sampleRate
-        let nextTotal = total[series] + sums.increase / line.sampleRate
+        return addToCounter(
+            series, sum: sums.sum / line.sampleRate, increase: sums.increase / line.sampleRate,
+            negatives: sums.negatives)
+    }
+
+    /// Adds a counter line's scaled sums to its existing series; the series is unchanged if
+    /// either aggregate would not be finite.
+    @inline(__always)
+    private mutating func addToCounter(_ series: Int, sum: Double, increase: Double, negatives: UInt64) -> Outcome {
+        let nextCurrent = sums[series].current + sum
+        let nextTotal = sums[series].total + increase
         guard nextCurrent.isFinite && nextTotal.isFinite else { return .nonFinite }
         markSeen(series)
-        current[series] = nextCurrent
-        total[series] = nextTotal
-        negativeCounterValues &+= sums.negatives
+        sums[series] = Sums(current: nextCurrent, total: nextTotal)
+        negativeCounterValues &+= negatives
         lastSeries = series
         return .recorded
+    }
+
+    /// Records the line `name:value|type` (one value, finite and not negative; no rate, no
+    /// tags; not a set) into its series, as `record(_:)` would, if the series exists: the path
+    /// of a plain line (`StatsDParser.plainLine(_:from:)`), which finds the series by its kind
+    /// and its name in the line, with no key made. False, and the table unchanged, if there is
+    /// no such series or an aggregate would not be finite: `record(_:)` then creates it or
+    /// refuses the line.
+    @inline(__always)
+    @_spi(Testing) public mutating func recordPlain(
+        _ kind: MetricKind, name: UnsafeRawBufferPointer, hash: UInt64, value: Double
+    ) -> Bool {
+        assert(kind != .set && value >= 0 && value.isFinite, "SeriesTable.recordPlain: not a plain line's value")
+        let hash32 = UInt32(truncatingIfNeeded: hash &>> 32)
+        let mask = slots.count &- 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            let series = Int(slots[slot])
+            if series < 0 { return false }
+            if hashes[series] == hash32 && keyEquals(series, kind: kind, name: name) {
+                if kind == .counter {
+                    // Its sums are the value itself (not negative; the rate is 1). One check
+                    // for both: a difference is finite only if both terms are, and a finite
+                    // pair whose difference overflows is left to `record(_:)`.
+                    let nextCurrent = sums[series].current + value
+                    let nextTotal = sums[series].total + value
+                    guard (nextCurrent - nextTotal).isFinite else { return false }
+                    markSeen(series)
+                    sums[series] = Sums(current: nextCurrent, total: nextTotal)
+                    lastSeries = series
+                    return true
+                }
+                return recordPlain(kind, value, hash: hash, into: series)
+            }
+            slot = (slot &+ 1) & mask
+        }
+    }
+
+    /// `recordPlain(_:name:hash:value:)` once the series is found, for the kinds other than
+    /// counters: the general path, with the line's one value. Not inlined, so that its
+    /// closures leave the counter's path to the optimizer.
+    @inline(never)
+    private mutating func recordPlain(_ kind: MetricKind, _ value: Double, hash: UInt64, into series: Int) -> Bool {
+        withUnsafePointer(to: value) { value in
+            withUnsafePointer(to: false) { isDelta in
+                let line = ParsedLine(
+                    kind: kind, sampleRate: 1, values: UnsafeBufferPointer(start: value, count: 1),
+                    isDelta: UnsafeBufferPointer(start: isDelta, count: 1),
+                    members: UnsafeBufferPointer(start: nil, count: 0),
+                    key: UnsafeRawBufferPointer(start: nil, count: 0),
+                    keyHash: hash)
+                guard let next = Self.aggregates(line, from: aggregates(of: series, kind: kind)) else { return false }
+                apply(line, next, to: series)
+                lastSeries = series
+                return true
+            }
+        }
     }
 
     /// A counter line's values: their sum (the interval's), the sum of the positive ones (the
@@ -343,11 +433,10 @@ public struct SeriesTable: Sendable {
         markSeen(series)
         switch line.kind {
         case .counter:
-            current[series] = next.current
-            total[series] = next.total
+            sums[series] = Sums(current: next.current, total: next.total)
             negativeCounterValues &+= next.negatives
         case .gauge:
-            current[series] = next.current
+            sums[series].current = next.current
         case .timer, .histogram, .distribution:
             for value in line.values {
                 if intervalSamples[series] < Self.exactSamples {
@@ -357,8 +446,7 @@ public struct SeriesTable: Sendable {
                     sketches[Int32(series), default: QuantileSketch()].add(value)
                 }
             }
-            current[series] = next.current
-            total[series] = next.total
+            sums[series] = Sums(current: next.current, total: next.total)
             totalSum[series] = next.totalSum
             intervalSum[series] = next.intervalSum
             intervalSumSquares[series] = next.sumSquares
@@ -368,14 +456,14 @@ public struct SeriesTable: Sendable {
         }
     }
 
-    /// Rebuilds the index from the stored hashes, with `capacity` slots (a power of two).
+    /// Rebuilds the index from the keys' hashes, with `capacity` slots (a power of two).
     private mutating func rebuildIndex(capacity: Int) {
         var slots = [Int32](repeating: -1, count: capacity)
         let mask = capacity - 1
         for series in 0..<count {
             let keyStart = series == 0 ? 0 : Int(keyEnds[series - 1])
             let hash = keyBytes.withUnsafeBytes {
-                StatsDParser.hash(UnsafeRawBufferPointer(rebasing: $0[keyStart..<Int(keyEnds[series])]))
+                StatsDParser.keyHash(UnsafeRawBufferPointer(rebasing: $0[keyStart..<Int(keyEnds[series])]))
             }
             var slot = Int(truncatingIfNeeded: hash) & mask
             while slots[slot] >= 0 { slot = (slot + 1) & mask }
@@ -422,7 +510,7 @@ public struct SeriesTable: Sendable {
         var expired = 0
         for series in 0..<count {
             if kind(series) != .gauge {
-                current[series] = 0
+                sums[series].current = 0
                 intervalSum[series] = 0
                 intervalSumSquares[series] = 0
                 intervalM2[series] = 0
@@ -447,8 +535,7 @@ public struct SeriesTable: Sendable {
             next.keyEnds.append(KeyOffset(next.keyBytes.count))
             next.hashes.append(hashes[series])
             next.lastSeen.append(lastSeen[series])
-            next.current.append(current[series])
-            next.total.append(total[series])
+            next.sums.append(sums[series])
             next.totalSum.append(totalSum[series])
             next.intervalSum.append(intervalSum[series])
             next.options.append(options[series])
@@ -568,14 +655,14 @@ public struct SeriesTable: Sendable {
         for (position, table) in tables.enumerated() {
             for series in 0..<table.count where table.kind(series) != .gauge && table.kind(series) != .set {
                 perTable[Int(maps[position][series]) * width + position] = .init(
-                    total: table.total[series], totalSum: table.totalSum[series])
+                    total: table.sums[series].total, totalSum: table.totalSum[series])
             }
         }
         for index in 0..<merged.count {
             let kind = merged.kind(index)
             guard kind != .gauge && kind != .set else { continue }
             let key = merged.key(index)
-            let hash = key.withUnsafeBytes { StatsDParser.hash($0) }
+            let hash = key.withUnsafeBytes { StatsDParser.keyHash($0) }
             let now = perTable[(index * width)..<((index + 1) * width)]
             var carried = MergeState.Totals.zero
             if let before = state.keys.find(key, hash: hash) {
@@ -593,7 +680,7 @@ public struct SeriesTable: Sendable {
                 }
             }
             // Saturating, as merging's sums: never infinite.
-            merged.total[index] = Swift.min(merged.total[index] + carried.total, .greatestFiniteMagnitude)
+            merged.sums[index].total = Swift.min(merged.sums[index].total + carried.total, .greatestFiniteMagnitude)
             merged.totalSum[index] = Swift.max(
                 Swift.min(merged.totalSum[index] + carried.totalSum, .greatestFiniteMagnitude),
                 -.greatestFiniteMagnitude)
@@ -664,7 +751,7 @@ public struct SeriesTable: Sendable {
     /// The series of `key` (whose stored hash is `hash32`), inserted if new. The index must
     /// have room (`merging` sizes it for every series).
     private mutating func findOrInsert(_ key: ArraySlice<UInt8>, hash32: UInt32) -> (Int, Bool) {
-        let hash = key.withUnsafeBytes { StatsDParser.hash($0) }
+        let hash = key.withUnsafeBytes { StatsDParser.keyHash($0) }
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
@@ -701,26 +788,26 @@ public struct SeriesTable: Sendable {
         if isNew || seen > lastSeen[index] { self.options[index] = options }
         switch kind(index) {
         case .gauge:
-            if isNew || seen > lastSeen[index] { current[index] = table.current[series] }
+            if isNew || seen > lastSeen[index] { sums[index].current = table.sums[series].current }
         case .timer, .histogram, .distribution:
             // Chan et al.'s combination of two parts' squared deviations: exact, whatever the
             // parts' sizes.
-            let (weightA, weightB) = (current[index], table.current[series])
+            let (weightA, weightB) = (sums[index].current, table.sums[series].current)
             if weightA > 0 && weightB > 0 {
                 let delta = table.intervalSum[series] / weightB - intervalSum[index] / weightA
                 intervalM2[index] += table.intervalM2[series] + delta * delta * weightA * weightB / (weightA + weightB)
             } else {
                 intervalM2[index] += table.intervalM2[series]
             }
-            current[index] = add(current[index], table.current[series])
-            total[index] = add(total[index], table.total[series])
+            sums[index].current = add(sums[index].current, table.sums[series].current)
+            sums[index].total = add(sums[index].total, table.sums[series].total)
             totalSum[index] = add(totalSum[index], table.totalSum[series])
             intervalSum[index] = add(intervalSum[index], table.intervalSum[series])
             intervalSumSquares[index] += table.intervalSumSquares[series]
             intervalSamples[index] &+= table.intervalSamples[series]
         case .counter:
-            current[index] = add(current[index], table.current[series])
-            total[index] = add(total[index], table.total[series])
+            sums[index].current = add(sums[index].current, table.sums[series].current)
+            sums[index].total = add(sums[index].total, table.sums[series].total)
         case .set: break
         }
         if isNew || seen > lastSeen[index] { lastSeen[index] = seen }

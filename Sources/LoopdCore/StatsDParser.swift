@@ -321,11 +321,124 @@ public struct StatsDParser: ~Copyable {
             keyStorage.storeBytes(of: kind.rawValue, as: UInt8.self)
             Self.copyName(from: line.baseAddress!, count: colon, to: keyStorage + 1)
             keyLength = colon + 1
-            keyHash = Self.hash(UnsafeRawBufferPointer(start: keyStorage, count: keyLength), seed: seed)
+            keyHash = Self.nameHash(UnsafeRawBufferPointer(start: keyStorage + 1, count: colon), kind: kind, seed: seed)
         } else {
             buildTaggedKey(line, name: 0..<colon)
         }
         return nil
+    }
+
+    /// The line of the commonest shape, `name:value|type`, at `start` in `bytes`: one value of
+    /// digits, or digits, a `.` and digits (15 digits at most in all, no sign), a type of `c`,
+    /// `g`, `ms`, `h` or `d`, no sample rate, no tags, no other field, and then a newline or
+    /// the end of `bytes`. Its kind, name's end, value, key's hash and end (the newline's
+    /// position, or `bytes.count`); nil if the line at `start` is of any other shape or longer
+    /// than `maxLineLength`.
+    ///
+    /// `parse(_:)` reads a line it accepts as the same kind and value, with the same key and
+    /// hash, unless the name is one it refuses (not UTF-8, or reserved). Such a name never has
+    /// a series, since neither `parse(_:)` nor the mapping rules make one, so a caller that
+    /// records the line only into a series its table already holds, and leaves every other
+    /// line to `parse(_:)`, records what `parse(_:)` would have: without looking for the line's
+    /// end first, without the full parse, the copy of the key and the general lookup.
+    @inline(__always)
+    @_spi(Testing) public func plainLine(
+        _ bytes: UnsafeRawBufferPointer, from start: Int
+    ) -> (kind: MetricKind, nameEnd: Int, value: Double, hash: UInt64, lineEnd: Int)? {
+        let end = bytes.count
+        // The name ends at the first ':', unless a '|' or a newline comes first. Eight bytes at a
+        // time: the lowest marked byte of a word is the first of any of them, and the words of
+        // the name are hashed on the way, as `hash(_:seed:)` would. One mark finds ':' and the
+        // newline (0x3A, 0x0A) with 0x1A and '*' (0x2A), the bytes that differ from ':' in bits
+        // 4 and 5 only; a line stopped at one of the last two is left to `parse(_:)`.
+        var colon = start
+        var h = seed
+        var hashed = false
+        #if _endian(little)
+            while colon &+ 8 <= end {
+                let word = bytes.loadUnaligned(fromByteOffset: colon, as: UInt64.self)
+                let marks =
+                    Self.zeroByteMarks((word ^ 0x3A3A_3A3A_3A3A_3A3A) & 0xCFCF_CFCF_CFCF_CFCF)
+                    | Self.zeroByteMarks(word ^ 0x7C7C_7C7C_7C7C_7C7C)
+                if marks != 0 {
+                    let rest = marks.trailingZeroBitCount &>> 3
+                    if rest > 0 { h = Self.mix(h, word & (~0 &>> UInt64(64 &- 8 &* rest))) }
+                    colon &+= rest
+                    hashed = true
+                    break
+                }
+                h = Self.mix(h, word)
+                colon &+= 8
+            }
+        #endif
+        if !hashed {
+            while colon < end && bytes[colon] != UInt8(ascii: ":") && bytes[colon] != UInt8(ascii: "|")
+                && bytes[colon] != UInt8(ascii: "\n")
+            {
+                colon &+= 1
+            }
+        }
+        guard colon > start, colon < end, bytes[colon] == UInt8(ascii: ":") else { return nil }
+        // The value: as `wholeNumber` reads 15 digits or fewer, and `number` digits with a
+        // fraction (exactly: the digits fit 2^53 and the power of ten is at most 22).
+        var position = colon &+ 1
+        var mantissa: UInt64 = 0
+        while position < end {
+            let digit = bytes[position] &- UInt8(ascii: "0")
+            guard digit < 10 else { break }
+            mantissa = mantissa &* 10 &+ UInt64(digit)
+            position &+= 1
+        }
+        var digits = position &- colon &- 1
+        var fractionDigits = 0
+        if position < end && bytes[position] == UInt8(ascii: ".") && digits > 0 {
+            position &+= 1
+            let fractionStart = position
+            while position < end {
+                let digit = bytes[position] &- UInt8(ascii: "0")
+                guard digit < 10 else { break }
+                mantissa = mantissa &* 10 &+ UInt64(digit)
+                position &+= 1
+            }
+            fractionDigits = position &- fractionStart
+            guard fractionDigits > 0 else { return nil }
+            digits &+= fractionDigits
+        }
+        guard digits > 0, digits <= 15, position &+ 1 < end, bytes[position] == UInt8(ascii: "|") else { return nil }
+        let kind: MetricKind
+        var lineEnd = position &+ 2
+        let type = bytes[position &+ 1]
+        if type == UInt8(ascii: "c") {
+            kind = .counter
+        } else {
+            switch type {
+            case UInt8(ascii: "g"): kind = .gauge
+            case UInt8(ascii: "h"): kind = .histogram
+            case UInt8(ascii: "d"): kind = .distribution
+            case UInt8(ascii: "m"):
+                guard lineEnd < end, bytes[lineEnd] == UInt8(ascii: "s") else { return nil }
+                kind = .timer
+                lineEnd &+= 1
+            default: return nil
+            }
+        }
+        guard lineEnd &- start <= maxLineLength, lineEnd == end || bytes[lineEnd] == UInt8(ascii: "\n")
+        else { return nil }
+        // Below 10^15: exact as a Double, and converted as a signed integer in one instruction.
+        let magnitude = Double(Int64(bitPattern: mantissa))
+        let value = fractionDigits == 0 ? magnitude : magnitude / Self.powersOfTen[fractionDigits]
+        let name = UnsafeRawBufferPointer(rebasing: bytes[start..<colon])
+        let hash =
+            hashed
+            ? Self.finish(h, count: colon &- start, kind: kind) : Self.nameHash(name, kind: kind, seed: seed)
+        return (kind, colon, value, hash, lineEnd)
+    }
+
+    /// The top bit of each zero byte of `word`, and maybe of bytes above the lowest zero one
+    /// (a borrow runs upwards only): the lowest set bit marks the first zero byte exactly.
+    @inline(__always)
+    private static func zeroByteMarks(_ word: UInt64) -> UInt64 {
+        (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
     }
 
     /// Copies a name (a line's first `count` bytes, `count` > 0) to `destination`, eight bytes at
@@ -503,7 +616,7 @@ public struct StatsDParser: ~Copyable {
             append(tagStorage[position])
         }
         keyLength = length
-        keyHash = Self.hash(UnsafeRawBufferPointer(start: key, count: length), seed: seed)
+        keyHash = Self.nameHash(UnsafeRawBufferPointer(start: key + 1, count: length - 1), kind: kind, seed: seed)
     }
 
     /// Sorts `elements` in place by `areInIncreasingOrder`, allocating nothing: insertion sort up
@@ -677,7 +790,7 @@ public struct StatsDParser: ~Copyable {
         return parsed
     }
 
-    private static let powersOfTen: [Double] = (0...22).map { power in
+    static let powersOfTen: [Double] = (0...22).map { power in
         var value = 1.0
         for _ in 0..<power { value *= 10 }
         return value
@@ -693,17 +806,43 @@ public struct StatsDParser: ~Copyable {
     @inline(__always)
     public static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 { hash(bytes, seed: seed) }
 
+    /// The hash of a canonical key (its kind's byte, then the rest), with the process's seed: the
+    /// hash of the bytes after the kind's, which the kind then changes. A tagless line's key is
+    /// its kind and its name, so its hash is the name's, taken in the line itself
+    /// (`nameHash(_:kind:seed:)`), with no copy of the key made first, and before the kind is
+    /// known (it follows the name).
+    @inline(__always)
+    public static func keyHash(_ key: UnsafeRawBufferPointer) -> UInt64 { keyHash(key, seed: seed) }
+
+    /// `keyHash(_:)` with the seed given.
+    @inline(__always)
+    static func keyHash(_ key: UnsafeRawBufferPointer, seed: UInt64) -> UInt64 {
+        guard let kind = key.first.flatMap(MetricKind.init(rawValue:)) else { return hash(key, seed: seed) }
+        return nameHash(UnsafeRawBufferPointer(rebasing: key[1...]), kind: kind, seed: seed)
+    }
+
+    /// The hash of the key whose kind is `kind` and whose bytes after the kind's are `name`.
+    @inline(__always)
+    static func nameHash(_ name: UnsafeRawBufferPointer, kind: MetricKind, seed: UInt64) -> UInt64 {
+        finish(hashWords(name, seed: seed), count: name.count, kind: kind)
+    }
+
     /// `hash(_:)` with the seed given: a parser keeps a copy, as reading the static one checks
     /// that it was initialized (a call to `swift_once`) every time.
     @inline(__always)
     static func hash(_ bytes: UnsafeRawBufferPointer, seed: UInt64) -> UInt64 {
-        var h = seed ^ (UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15)
+        finish(hashWords(bytes, seed: seed), count: bytes.count, tweak: 0)
+    }
+
+    /// `bytes` mixed into `seed` word by word, the last word zero-padded: a hash before
+    /// `finish(_:count:tweak:)`.
+    @inline(__always)
+    static func hashWords(_ bytes: UnsafeRawBufferPointer, seed: UInt64) -> UInt64 {
+        var h = seed
         var position = 0
         let count = bytes.count
         while position + 8 <= count {
-            let word = bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self)
-            h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
-            h ^= h >> 31
+            h = mix(h, bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self))
             position += 8
         }
         if position < count {
@@ -723,11 +862,32 @@ public struct StatsDParser: ~Copyable {
                 shift += 8
                 position += 1
             }
-            h = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
-            h ^= h >> 31
+            h = mix(h, word)
         }
+        return h
+    }
+
+    /// One word into a hash (a multiply-xorshift step).
+    @inline(__always)
+    static func mix(_ h: UInt64, _ word: UInt64) -> UInt64 {
+        let product = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
+        return product ^ (product >> 31)
+    }
+
+    /// The hash of `count` bytes whose words are mixed into `h`, and of `tweak`: the count and
+    /// the tweak last, so that a hash can be taken while the end of the bytes, and what follows
+    /// them, are still being looked for.
+    @inline(__always)
+    static func finish(_ h: UInt64, count: Int, tweak: UInt64) -> UInt64 {
+        var h = h ^ (UInt64(count) &* 0x9E37_79B9_7F4A_7C15) ^ tweak
         h = (h ^ (h >> 30)) &* 0x94D0_49BB_1331_11EB
         return h ^ (h >> 31)
+    }
+
+    /// `finish(_:count:tweak:)` for a name of kind `kind`.
+    @inline(__always)
+    static func finish(_ h: UInt64, count: Int, kind: MetricKind) -> UInt64 {
+        finish(h, count: count, tweak: (UInt64(kind.rawValue) &+ 1) &* 0xD6E8_FEB8_6659_FD93)
     }
 
     /// Whether `bytes` are UTF-8: eight ASCII bytes at a time, then a full check of the rest.
@@ -827,16 +987,16 @@ public func firstIndex(
 func equalBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Bool {
     if count >= 8 {
         var position = 0
-        while position + 8 < count {
+        while position &+ 8 < count {
             if a.loadUnaligned(fromByteOffset: position, as: UInt64.self)
                 != b.loadUnaligned(fromByteOffset: position, as: UInt64.self)
             {
                 return false
             }
-            position += 8
+            position &+= 8
         }
-        return a.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
-            == b.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        return a.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+            == b.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
     }
     if count >= 4 {
         return a.loadUnaligned(as: UInt32.self) == b.loadUnaligned(as: UInt32.self)

@@ -1,7 +1,7 @@
 import ArgumentParser
 import CLoadGen
 import Foundation
-import LoopdCore
+@_spi(Testing) import LoopdCore
 
 #if canImport(Glibc)
     import Glibc
@@ -26,8 +26,9 @@ struct LoadGenerator {
     let perDatagram: Int
 
     /// Datagrams of `perDatagram` lines over `keys` keys: counters of 1, or with `mixed`, a
-    /// counter, a gauge, a timer and a histogram in turn (values that vary from line to line).
-    init(keys: Int, perDatagram: Int, mixed: Bool = false) {
+    /// counter, a gauge, a timer and a histogram in turn (values that vary from line to line);
+    /// with `tagged`, each line with two DogStatsD tags.
+    init(keys: Int, perDatagram: Int, mixed: Bool = false, tagged: Bool = false) {
         self.perDatagram = perDatagram
         // Enough distinct datagrams to cycle through every key evenly.
         var count = keys
@@ -40,16 +41,17 @@ struct LoadGenerator {
             var bytes: [UInt8] = []
             for line in first..<(first + perDatagram) {
                 let key = line % keys
+                let tags = tagged ? "|#env:prod,host:h\(key % 10)" : ""
                 guard mixed else {
-                    bytes += Array("load.key.\(key):1|c\n".utf8)
+                    bytes += Array("load.key.\(key):1|c\(tags)\n".utf8)
                     continue
                 }
                 let value = (line * 37) % 1000
                 switch key % 4 {
-                case 0: bytes += Array("load.count.\(key):1|c\n".utf8)
-                case 1: bytes += Array("load.gauge.\(key):\(value)|g\n".utf8)
-                case 2: bytes += Array("load.time.\(key):\(value).\(line % 10)|ms\n".utf8)
-                default: bytes += Array("load.size.\(key):\(value)|h\n".utf8)
+                case 0: bytes += Array("load.count.\(key):1|c\(tags)\n".utf8)
+                case 1: bytes += Array("load.gauge.\(key):\(value)|g\(tags)\n".utf8)
+                case 2: bytes += Array("load.time.\(key):\(value).\(line % 10)|ms\(tags)\n".utf8)
+                default: bytes += Array("load.size.\(key):\(value)|h\(tags)\n".utf8)
                 }
             }
             datagrams.append(bytes)
@@ -511,6 +513,9 @@ struct Parse: ParsableCommand {
     @Option var datagrams = 200_000
     @Option(help: "Distinct keys.") var keys = 1000
     @Flag(help: "Counters, gauges, timers and histograms in turn, instead of counters only.") var mixed = false
+    @Flag(help: "Two DogStatsD tags on every line.") var tagged = false
+    @Flag(help: "Every line through the full parse, without the short path of plain lines (to measure it).")
+    var fullParse = false
 
     func validate() throws {
         guard datagrams > 0 else { throw ValidationError("--datagrams must be > 0, got \(datagrams)") }
@@ -519,7 +524,8 @@ struct Parse: ParsableCommand {
 
     func run() {
         let ingest = Ingest(maxLineLength: 8192, maxSeries: 100_000)
-        let generator = LoadGenerator(keys: keys, perDatagram: 20, mixed: mixed)
+        ingest.usesPlainLines = !fullParse
+        let generator = LoadGenerator(keys: keys, perDatagram: 20, mixed: mixed, tagged: tagged)
         let start = now()
         for index in 0..<datagrams {
             generator.datagrams[index % generator.datagrams.count].withUnsafeBytes { ingest.ingest(datagram: $0) }

@@ -19,6 +19,14 @@ let ingest = Ingest(
         try! MappingRule(match: "l.*", name: "loopd.$1"),
     ]))
 let exposition = PrometheusExposition(options: PrometheusOptions(buckets: [0.001, 1, 1000]))
+// Without mapping rules, plain lines of known series take the short path in `plainIngest` and
+// the full parse in `fullIngest`: the same bytes must leave the same counts and series.
+let plainIngest = Ingest(maxLineLength: 64, maxSeries: 512)
+let fullIngest: Ingest = {
+    let ingest = Ingest(maxLineLength: 64, maxSeries: 512)
+    ingest.usesPlainLines = false
+    return ingest
+}()
 var datagrams = 0
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -27,6 +35,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     checkYAML(bytes)
     checkFrames(bytes)
     checkSeparatorMasks(bytes)
+    checkPlainLines(bytes)
     let before = ingest.counts
     // The first byte picks the path: a datagram, or lines one by one (as TCP delivers them).
     if let first = bytes.first, first & 1 == 1 {
@@ -135,4 +144,22 @@ func checkSeparatorMasks(_ bytes: UnsafeRawBufferPointer) {
         precondition(Parsed(&masked, line) == Parsed(&searched, line), "the separator masks parse differently")
         start = end + 1
     }
+}
+
+/// The short path of plain lines against the full parse, on the same datagram (the first byte
+/// says whether its tail was cut); every 64 datagrams, their flushes are compared too.
+func checkPlainLines(_ bytes: UnsafeRawBufferPointer) {
+    let truncated = (bytes.first ?? 0) & 2 == 2
+    let datagram = UnsafeRawBufferPointer(rebasing: bytes.dropFirst())
+    plainIngest.ingest(datagram: datagram, truncated: truncated)
+    fullIngest.ingest(datagram: datagram, truncated: truncated)
+    precondition(plainIngest.counts == fullIngest.counts, "the plain path counted otherwise than the full parse")
+    guard plainIngest.counts.packets % 64 == 0 else { return }
+    func summaries(_ ingest: Ingest) -> [String] {
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 3), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        return flush.summaries().map { "\(Array(flush.table.key($0.series))) \($0)" }
+    }
+    precondition(
+        summaries(plainIngest) == summaries(fullIngest), "the plain path recorded otherwise than the full parse")
 }

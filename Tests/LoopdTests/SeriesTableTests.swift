@@ -252,4 +252,198 @@ struct SeriesTableTests {
             #expect((0..<split.table.count).allSatisfy { split.table.key($0) == byLine.table.key($0) }, "\(bytes)")
         }
     }
+
+    /// A plain line finds its series by kind, name and hash: a series of another kind with the
+    /// same name and a colliding hash is not it.
+    @Test func aPlainLineIsNotRecordedIntoAnotherKindWithTheSameNameAndHash() {
+        var table = SeriesTable(maxSeries: 10)
+        let gauge = [MetricKind.gauge.rawValue] + Array("a".utf8)
+        let hash: UInt64 = 0x1234_5678_9ABC_DEF0
+        let values = [5.0]
+        let outcome = values.withUnsafeBufferPointer { values in
+            [false].withUnsafeBufferPointer { isDelta in
+                gauge.withUnsafeBytes { key in
+                    table.record(
+                        ParsedLine(
+                            kind: .gauge, sampleRate: 1, values: values, isDelta: isDelta,
+                            members: UnsafeBufferPointer(start: nil, count: 0), key: key, keyHash: hash))
+                }
+            }
+        }
+        #expect(outcome == .created)
+        #expect(!Array("a".utf8).withUnsafeBytes { table.recordPlain(.counter, name: $0, hash: hash, value: 1) })
+        #expect(!Array("a".utf8).withUnsafeBytes { table.recordPlain(.timer, name: $0, hash: hash, value: 1) })
+        #expect(!Array("b".utf8).withUnsafeBytes { table.recordPlain(.gauge, name: $0, hash: hash, value: 1) })
+        #expect(Array("a".utf8).withUnsafeBytes { table.recordPlain(.gauge, name: $0, hash: hash, value: 7) })
+        let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        #expect(flush.summaries().map(\.value) == [7])
+        #expect(table.count == 1 && table.kind(0) == .gauge)
+    }
+
+    /// A plain line for a known series takes the short path, which leaves the parser as the
+    /// last fully parsed line left it; a new series, another shape, a name that stops the
+    /// eight-byte scan early (`*`, 0x1A) or a newline found by it go through the parse.
+    @Test func plainLinesOfKnownSeriesSkipTheParse() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "c:1|c\ng:1|g\nt:1|ms\n")
+        #expect(ingest.parser.kind == .timer)
+        feed(ingest, "g:2|g\nc:3|c\n")
+        #expect(ingest.parser.kind == .timer, "known series, plain lines: not parsed")
+        feed(ingest, "c:1|c|@0.5\n")
+        #expect(ingest.parser.kind == .counter, "a sample rate: parsed")
+        feed(ingest, "g:5|g\nnew:1|ms\n")
+        #expect(ingest.parser.kind == .timer, "a new series: parsed")
+        feed(ingest, "abcdefg*x:1|g\nab\u{1A}:1|g\n")
+        #expect(ingest.parser.kind == .gauge, "the scan stopped at * or 0x1A: parsed")
+        feed(ingest, "c:1|c\n")
+        #expect(ingest.parser.kind == .gauge)
+        feed(ingest, "abcdefg*x:2|g\n")
+        feed(ingest, "c:1|c\nab\u{1A}:2|g\n")
+        #expect(ingest.parser.kind == .gauge, "known series with * and 0x1A in their names: parsed")
+        var reasons: [LineError] = []
+        ingest.onBadLine = { reason, _ in reasons.append(reason) }
+        feed(ingest, "abcdefghij\n:1|c\n")
+        #expect(reasons == [.missingValue, .emptyName], "a newline in the second word ends the line")
+        let flushed = flush(ingest)
+        #expect(flushed.counters == ["c": 8], "1 + 3 + 1 at rate 0.5 + 1 + 1")
+        #expect(flushed.gauges == ["g": 5, "abcdefg*x": 2, "ab\u{1A}": 2])
+    }
+
+    /// Once a line of a datagram is of another shape than the plain one, the rest of the
+    /// datagram goes through the full parse without trying the short path (a client's lines
+    /// tend to have one shape); a plain line of a new series does not stop the tries, and the
+    /// next datagram tries again.
+    @Test func afterALineOfAnotherShapeTheRestOfItsDatagramIsParsed() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, "c:1|c\ng:1|g\n")
+        feed(ingest, "c:1|c|#t\ng:2|g\n")
+        #expect(ingest.parser.kind == .gauge, "after a tagged line: parsed")
+        feed(ingest, "new:1|ms\nc:1|c\n")
+        #expect(ingest.parser.kind == .timer, "after a new series: the short path")
+        feed(ingest, "c:1|c\n")
+        #expect(ingest.parser.kind == .timer, "the next datagram: the short path")
+        feed(ingest, "c:1|c\r\ng:3|g\n")
+        #expect(ingest.parser.kind == .gauge, "after a line ending in \\r: parsed")
+        let flushed = flush(ingest)
+        #expect(flushed.counters == ["c": 4, "c|#t": 1] && flushed.gauges == ["g": 3])
+    }
+
+    /// A counter whose sums are finite but far apart: the short path's one check for both (their
+    /// difference) overflows, and the full path records the line.
+    @Test func aPlainCounterWhoseSumsAreFarApartIsStillRecorded() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        var reasons: [LineError] = []
+        ingest.onBadLine = { reason, _ in reasons.append(reason) }
+        feed(ingest, "x:1.7e308|c\nx:-1.7e308|c\nx:-1.7e308|c\nx:1|c\n")
+        #expect(reasons.isEmpty)
+        let table = ingest.endInterval(expireAfter: 0)
+        let summary = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: []).summaries()
+        #expect(summary.map(\.value) == [-1.7e308 + 1] && summary.map(\.total) == [1.7e308 + 1])
+        #expect(ingest.counts.lines == 4 && ingest.counts.badLines == 0)
+    }
+
+    /// Mapping rules see every line: while they are set, plain lines take the full path into
+    /// the mapped series, and after they are removed, into the series of their own name.
+    @Test func plainLinesFollowTheMappingRulesInForce() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let mapper = Mapper(rules: [try MappingRule(match: "a", name: "b")])
+        ingest.setMapper(mapper)
+        feed(ingest, "a:1|c\na:1|c\n")
+        ingest.setMapper(nil)
+        feed(ingest, "a:1|c\nb:1|c\na:1|c\n")
+        ingest.setMapper(mapper)
+        feed(ingest, "a:1|c\n")
+        #expect(flush(ingest).counters == ["a": 2, "b": 4])
+    }
+
+    /// `ingest(line:)` takes its bytes as one line: a newline inside does not end a plain line
+    /// early.
+    @Test func aLineHandedWholeIsOneLineWithANewlineInside() {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        var reasons: [LineError] = []
+        ingest.onBadLine = { reason, _ in reasons.append(reason) }
+        feed(ingest, "x:1|c\n")
+        Array("x:1|c\ny".utf8).withUnsafeBytes { ingest.ingest(line: $0) }
+        Array("x:2|c".utf8).withUnsafeBytes { ingest.ingest(line: $0) }
+        #expect(reasons == [.unknownType])
+        #expect(flush(ingest).counters["x"] == 3)
+    }
+
+    /// Plain lines (`name:value|type`, one unsigned value) for known series skip the full
+    /// parse: lines of that shape and of every shape near it, at random, must leave the same
+    /// series, aggregates, samples, counts and rejections as when every line takes the full
+    /// parse.
+    @Test func plainLinesRecordWhatTheFullParseWould() {
+        var random = SplitMix64(state: 23)
+        let names: [[UInt8]] =
+            [
+                "a", "hits", "load.key.1", "abcdefg", "abcdefgh", "abcdefghi", "a.b.c.d.e.f.g.h.i.j", "é", "loopd.x",
+                "LOOPd", ".a", "sp ace", "t\tab", "_x", "ctl\u{1}", "a|#t", "hits|#t",
+            ].map { Array($0.utf8) } + [[0xFF, 0x61], [0x61, 0xC3]]
+        let values = [
+            "1", "0", "007", "123456789012345", "1234567890123456", "99999999999999999999", "", "+1", "-1", "1.5",
+            "1e3", "x", "1:2", "0.1", "2.50", "12345678901234.5", "1234567890123.4567", ".5", "5.", "1.2.3", "0.000",
+            "1e308",
+        ]
+        let suffixes = [
+            "|c", "|cc", "|c|", "|c|@0.5", "|c|#t:v", "|c|#t", "|g", "|ms", "", "|", "|C", "|c\r", "c", "|c|c", "|h",
+            "|d", "|s", "|m", "|msx", "|ms|#t", "|g|@0.5",
+        ]
+        let plainSuffixes = ["|c", "|g", "|ms", "|h", "|d"]
+        let plainValues = ["1", "0", "2.5", "007", "0.125", "123456789012345"]
+        let fast = Ingest(maxLineLength: 24, maxSeries: 100)
+        let full = Ingest(maxLineLength: 24, maxSeries: 100)
+        full.usesPlainLines = false
+        var rejectedByFast: [String] = []
+        var rejectedByFull: [String] = []
+        fast.onBadLine = { error, line in rejectedByFast.append("\(error) \(Array(line))") }
+        full.onBadLine = { error, line in rejectedByFull.append("\(error) \(Array(line))") }
+        func summaries(_ ingest: Ingest) -> [String] {
+            let flush = Flush(
+                table: ingest.endInterval(expireAfter: 3), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+            return flush.summaries().map { "\(Array(flush.table.key($0.series))) \($0)" }
+        }
+        for round in 0..<4_000 {
+            var bytes: [UInt8] = []
+            for _ in 0..<Int.random(in: 1...6, using: &random) {
+                // One line in three of the plain shape; the others with a part changed.
+                let plain = Int.random(in: 0..<3, using: &random) == 0
+                bytes += names.randomElement(using: &random)!
+                if !plain && Int.random(in: 0..<8, using: &random) == 0 { bytes.append(UInt8(ascii: "|")) }
+                bytes += Array(":".utf8)
+                bytes += Array((plain ? plainValues : values).randomElement(using: &random)!.utf8)
+                bytes += Array((plain ? plainSuffixes : suffixes).randomElement(using: &random)!.utf8)
+                bytes.append(UInt8(ascii: "\n"))
+            }
+            // As a datagram (its last newline sometimes missing, or its tail cut), or line by line.
+            if Bool.random(using: &random) { bytes.removeLast() }
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0:
+                feed(fast, bytes: bytes, truncated: true)
+                feed(full, bytes: bytes, truncated: true)
+            case 1:
+                for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+                    Array(line).withUnsafeBytes { line in
+                        fast.ingest(line: line)
+                        full.ingest(line: line)
+                    }
+                }
+            default:
+                feed(fast, bytes: bytes)
+                feed(full, bytes: bytes)
+            }
+            if round % 97 == 0 {
+                let (byFast, byFull) = (summaries(fast), summaries(full))
+                #expect(byFast.count == byFull.count, "round \(round)")
+                for (one, other) in zip(byFast, byFull) where one != other {
+                    Issue.record("round \(round): \(one) against \(other)")
+                    break
+                }
+            }
+        }
+        #expect(summaries(fast) == summaries(full))
+        #expect(fast.counts == full.counts)
+        #expect(rejectedByFast == rejectedByFull)
+        #expect(fast.table.count == full.table.count && fast.table.count > 10)
+    }
 }

@@ -151,10 +151,11 @@ struct StatsDParserTests {
         }
     }
 
-    @Test func theHashOfAKeyIsThatOfItsBytesOneByOneWhateverItsLength() {
-        // The reference: every whole word, then the rest assembled byte by byte.
+    /// The hash of bytes (a set's members; and a key's, after its kind's byte), word by word.
+    @Test func theHashOfBytesIsThatOfTheirWordsAssembledOneByOneWhateverTheirLength() {
+        // The reference: every whole word, then the rest assembled byte by byte, then the count.
         func reference(_ bytes: [UInt8]) -> UInt64 {
-            var h = StatsDParser.seed ^ (UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15)
+            var h = StatsDParser.seed
             var position = 0
             while position < bytes.count {
                 var word: UInt64 = 0
@@ -165,6 +166,7 @@ struct StatsDParserTests {
                 h ^= h >> 31
                 position += 8
             }
+            h ^= UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15
             h = (h ^ (h >> 30)) &* 0x94D0_49BB_1331_11EB
             return h ^ (h >> 31)
         }
@@ -206,8 +208,67 @@ struct StatsDParserTests {
             let key = [MetricKind.gauge.rawValue] + Array(name.utf8)
             #expect(parse(&parser, name + ":1|g") == nil)
             #expect(parser.withKey { Array($0) } == key, "length \(length)")
-            #expect(parser.keyHash == key.withUnsafeBytes { StatsDParser.hash($0) }, "length \(length)")
+            #expect(parser.keyHash == key.withUnsafeBytes { StatsDParser.keyHash($0) }, "length \(length)")
         }
+    }
+
+    /// The plain shape, `name:value|type` with one unsigned value, is recognized with the kind,
+    /// the name's end, the value and the hash `parse(_:)` gives the same line, and the line's
+    /// end: a newline or the end of the bytes. Every other shape is left to `parse(_:)`.
+    @Test func aPlainLineIsReadAsTheFullParseReadsIt() {
+        var parser = StatsDParser(maxLineLength: 40)
+        let letters = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ"
+        var plain = (1...30).map { String(letters.prefix($0)) + ":1|c" }
+        plain += (1...24).map { String(letters.prefix($0)) + ":2.5|ms" }
+        plain += [
+            "a:0|c", "a:007|c", "a:123456789012345|c", "é:5|c", "a b:1|c", "a.b:42|c", "g:3|g", "h:0.5|h", "d:12|d",
+            "t:1.25|ms", "t:12345678901234.5|ms", "t:0.00000000000001|ms", "t:007.50|h", "g:0.0|g",
+        ]
+        for line in plain {
+            for (prefix, suffix) in [("", ""), ("", "\nb:1|c"), ("x\n", ""), ("x:1|c\n", "\n")] {
+                let bytes = Array((prefix + line + suffix).utf8)
+                let start = prefix.utf8.count
+                let read = bytes.withUnsafeBytes { parser.plainLine($0, from: start) }
+                #expect(parse(&parser, line) == nil, "\(line)")
+                #expect(read?.kind == parser.kind, "\(bytes)")
+                #expect(read?.nameEnd == bytes[start...].firstIndex(of: UInt8(ascii: ":")), "\(bytes)")
+                #expect(read?.value.bitPattern == parser.values.first?.bitPattern, "\(bytes)")
+                #expect(read?.hash == parser.keyHash, "\(bytes)")
+                #expect(read?.lineEnd == start + line.utf8.count, "\(bytes)")
+            }
+        }
+        let others = [
+            "a:1|c|@0.5", "a:1|c|#t", "a:1|cc", "a:1|c|", "a:1|gg", "a:1|m", "a:1|msx", "a:1|s", "a:1|x", "a:1", "a:1|",
+            "a:|c", ":1|c", "a|b:1|c", "a:+1|c", "a:-1|g", "a:1e3|c", "a:1:2|c", "a:1234567890123456|c",
+            "a:1234567890123.456|ms", "a:0.000000000000001|ms", "a:x|c", "a:1|C", "a:1|c\r", "", "a:1|c|c",
+            String(repeating: "a", count: 37) + ":1|c",
+            "a\n:1|c", "abcdefghij\n:1|c", "a:1|c\r\n", "a:1\n|c", "abcdefgh|:1|c", "a:.5|ms", "a:5.|ms", "a:1.2.3|ms",
+            "a:.|ms", "a:1..2|h",
+        ]
+        for line in others {
+            #expect(Array(line.utf8).withUnsafeBytes { parser.plainLine($0, from: 0) } == nil, "\(line)")
+        }
+    }
+
+    /// A key's hash is that of the bytes after its kind's, with the kind mixed in last: the
+    /// same name of two kinds hashes apart, and the hash is the one the parse gives the line.
+    @Test func aKeysHashIsItsNamesWithItsKind() {
+        var parser = StatsDParser(maxLineLength: 256)
+        var hashes: Set<UInt64> = []
+        for (field, kind) in [
+            ("c", MetricKind.counter), ("g", .gauge), ("ms", .timer), ("h", .histogram), ("d", .distribution),
+            ("s", .set),
+        ] {
+            #expect(parse(&parser, "name:1|\(field)") == nil)
+            let key = [kind.rawValue] + Array("name".utf8)
+            #expect(parser.keyHash == key.withUnsafeBytes { StatsDParser.keyHash($0) })
+            hashes.insert(parser.keyHash)
+        }
+        #expect(hashes.count == MetricKind.allCases.count)
+        #expect(parse(&parser, "name:1|c|#t") == nil)
+        let tagged = [MetricKind.counter.rawValue] + Array("name|#t".utf8)
+        #expect(parser.keyHash == tagged.withUnsafeBytes { StatsDParser.keyHash($0) })
+        #expect(!hashes.contains(parser.keyHash))
     }
 
     @Test func theKeyTellsKindsApart() {
