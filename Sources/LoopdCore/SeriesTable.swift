@@ -295,8 +295,9 @@ public struct SeriesTable: Sendable {
     /// tags; not a set) into its series, as `record(_:)` would, if the series exists: the path
     /// of a plain line (`StatsDParser.plainLine(_:from:)`), which finds the series by its kind
     /// and its name in the line, with no key made. False, and the table unchanged, if there is
-    /// no such series or an aggregate would not be finite: `record(_:)` then creates it or
-    /// refuses the line.
+    /// no such series, if an aggregate would not be finite, or if a counter's two sums are too
+    /// far apart for the one check this path makes: `record(_:)` then creates the series,
+    /// refuses the line or records it.
     @inline(__always)
     @_spi(Testing) public mutating func recordPlain(
         _ kind: MetricKind, name: UnsafeRawBufferPointer, hash: UInt64, value: Double

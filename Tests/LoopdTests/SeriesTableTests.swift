@@ -294,18 +294,20 @@ struct SeriesTableTests {
         feed(ingest, "g:5|g\nnew:1|ms\n")
         #expect(ingest.parser.kind == .timer, "a new series: parsed")
         feed(ingest, "abcdefg*x:1|g\nab\u{1A}:1|g\n")
-        #expect(ingest.parser.kind == .gauge, "the scan stopped at * or 0x1A: parsed")
-        feed(ingest, "c:1|c\n")
-        #expect(ingest.parser.kind == .gauge)
+        feed(ingest, "c:1|c|@0.5\n")
+        #expect(ingest.parser.kind == .counter)
         feed(ingest, "abcdefg*x:2|g\n")
-        feed(ingest, "c:1|c\nab\u{1A}:2|g\n")
-        #expect(ingest.parser.kind == .gauge, "known series with * and 0x1A in their names: parsed")
+        #expect(ingest.parser.kind == .gauge, "a known series with * in its name: the scan stops there, parsed")
+        feed(ingest, "c:1|c|@0.5\n")
+        #expect(ingest.parser.kind == .counter)
+        feed(ingest, "ab\u{1A}:2|g\n")
+        #expect(ingest.parser.kind == .gauge, "a known series with 0x1A in its name: parsed")
         var reasons: [LineError] = []
         ingest.onBadLine = { reason, _ in reasons.append(reason) }
         feed(ingest, "abcdefghij\n:1|c\n")
         #expect(reasons == [.missingValue, .emptyName], "a newline in the second word ends the line")
         let flushed = flush(ingest)
-        #expect(flushed.counters == ["c": 8], "1 + 3 + 1 at rate 0.5 + 1 + 1")
+        #expect(flushed.counters == ["c": 10], "1 + 3, then 1 at rate 0.5 three times")
         #expect(flushed.gauges == ["g": 5, "abcdefg*x": 2, "ab\u{1A}": 2])
     }
 
@@ -334,12 +336,16 @@ struct SeriesTableTests {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         var reasons: [LineError] = []
         ingest.onBadLine = { reason, _ in reasons.append(reason) }
-        feed(ingest, "x:1.7e308|c\nx:-1.7e308|c\nx:-1.7e308|c\nx:1|c\n")
+        feed(ingest, "x:1.7e308|c\nx:-1.7e308|c\nx:-1.7e308|c\ng:1|g\n")
+        #expect(ingest.parser.kind == .gauge)
+        // Its own datagram, so that the short path tries it: it gives the line up to the parse.
+        feed(ingest, "x:1|c\n")
+        #expect(ingest.parser.kind == .counter)
         #expect(reasons.isEmpty)
         let table = ingest.endInterval(expireAfter: 0)
         let summary = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: []).summaries()
-        #expect(summary.map(\.value) == [-1.7e308 + 1] && summary.map(\.total) == [1.7e308 + 1])
-        #expect(ingest.counts.lines == 4 && ingest.counts.badLines == 0)
+        #expect(summary.map(\.value) == [-1.7e308 + 1, 1] && summary.map(\.total) == [1.7e308 + 1, 0])
+        #expect(ingest.counts.lines == 5 && ingest.counts.badLines == 0)
     }
 
     /// Mapping rules see every line: while they are set, plain lines take the full path into
@@ -354,6 +360,19 @@ struct SeriesTableTests {
         ingest.setMapper(mapper)
         feed(ingest, "a:1|c\n")
         #expect(flush(ingest).counters == ["a": 2, "b": 4])
+    }
+
+    /// Rules that a callback sets in the middle of a datagram apply to the datagram's next
+    /// lines, plain ones included: here the callback of a full table, which a plain line of a
+    /// new series (one that leaves the short path on for the rest of its datagram) calls.
+    @Test func mappingRulesSetByACallbackApplyToTheRestOfTheDatagram() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 2)
+        let mapper = Mapper(rules: [try MappingRule(match: "a", name: "b")])
+        feed(ingest, "a:1|c\nb:1|c\n")
+        ingest.onTableFull = { [unowned ingest] _ in ingest.setMapper(mapper) }
+        feed(ingest, "new:1|c\na:1|c\n")
+        #expect(ingest.counts.droppedSeries == 1)
+        #expect(flush(ingest).counters == ["a": 1, "b": 2])
     }
 
     /// `ingest(line:)` takes its bytes as one line: a newline inside does not end a plain line

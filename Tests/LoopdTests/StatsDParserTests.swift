@@ -151,7 +151,8 @@ struct StatsDParserTests {
         }
     }
 
-    /// The hash of bytes (a set's members; and a key's, after its kind's byte), word by word.
+    /// The hash of bytes (a set's members; a key's is the same walk over the bytes after its
+    /// kind's, with the kind mixed in at the end), word by word.
     @Test func theHashOfBytesIsThatOfTheirWordsAssembledOneByOneWhateverTheirLength() {
         // The reference: every whole word, then the rest assembled byte by byte, then the count.
         func reference(_ bytes: [UInt8]) -> UInt64 {
