@@ -358,8 +358,8 @@ public struct StatsDParser: ~Copyable {
             while colon &+ 8 <= end {
                 let word = bytes.loadUnaligned(fromByteOffset: colon, as: UInt64.self)
                 let marks =
-                    Self.zeroByteMarks((word ^ 0x3A3A_3A3A_3A3A_3A3A) & 0xCFCF_CFCF_CFCF_CFCF)
-                    | Self.zeroByteMarks(word ^ 0x7C7C_7C7C_7C7C_7C7C)
+                    zeroByteMarks((word ^ 0x3A3A_3A3A_3A3A_3A3A) & 0xCFCF_CFCF_CFCF_CFCF)
+                    | zeroByteMarks(word ^ 0x7C7C_7C7C_7C7C_7C7C)
                 if marks != 0 {
                     let rest = marks.trailingZeroBitCount &>> 3
                     if rest > 0 { h = Self.mix(h, word & (~0 &>> UInt64(64 &- 8 &* rest))) }
@@ -432,13 +432,6 @@ public struct StatsDParser: ~Copyable {
             hashed
             ? Self.finish(h, count: colon &- start, kind: kind) : Self.nameHash(name, kind: kind, seed: seed)
         return (kind, colon, value, hash, lineEnd)
-    }
-
-    /// The top bit of each zero byte of `word`, and maybe of bytes above the lowest zero one
-    /// (a borrow runs upwards only): the lowest set bit marks the first zero byte exactly.
-    @inline(__always)
-    private static func zeroByteMarks(_ word: UInt64) -> UInt64 {
-        (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
     }
 
     /// Copies a name (a line's first `count` bytes, `count` > 0) to `destination`, eight bytes at
@@ -933,19 +926,25 @@ public struct StatsDParser: ~Copyable {
     }
 }
 
+/// The top bit of each zero byte of `word`, and maybe of bytes above the lowest zero one: the
+/// lowest set bit marks the first zero byte exactly. `word - 0x01…` borrows into a byte's top
+/// bit only from a zero byte, and a borrow runs upwards only, so no byte below the first zero
+/// one is marked.
+@inline(__always)
+func zeroByteMarks(_ word: UInt64) -> UInt64 {
+    (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
+}
+
 /// The position of the first `byte` in `bytes[start..<end]`, or `end`: eight bytes at a time.
 @_spi(Testing)
 @inline(__always)
 public func firstIndex(of byte: UInt8, in bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int {
     var position = start
     #if _endian(little)
-        // A byte of `word` is zero where `bytes` holds `byte`. `(word - 0x01…) & ~word & 0x80…`
-        // sets the top bit of every zero byte, and of no byte before the first zero one (a
-        // borrow only runs upwards from a zero byte), so its lowest set bit marks the first.
+        // A byte of `word` is zero where `bytes` holds `byte`.
         let pattern = UInt64(byte) &* 0x0101_0101_0101_0101
         while position + 8 <= end {
-            let word = bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self) ^ pattern
-            let zeros = (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
+            let zeros = zeroByteMarks(bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self) ^ pattern)
             if zeros != 0 { return position + zeros.trailingZeroBitCount / 8 }
             position += 8
         }
@@ -968,11 +967,7 @@ public func firstIndex(
         let otherPattern = UInt64(other) &* 0x0101_0101_0101_0101
         while position + 8 <= end {
             let word = bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self)
-            let first = word ^ pattern
-            let second = word ^ otherPattern
-            let zeros =
-                ((first &- 0x0101_0101_0101_0101) & ~first | (second &- 0x0101_0101_0101_0101) & ~second)
-                & 0x8080_8080_8080_8080
+            let zeros = zeroByteMarks(word ^ pattern) | zeroByteMarks(word ^ otherPattern)
             if zeros != 0 { return position + zeros.trailingZeroBitCount / 8 }
             position += 8
         }
