@@ -34,14 +34,18 @@ public struct SeriesOptions: Sendable, Equatable {
 ///   geometrically and keeps its capacity from one interval to the next).
 /// - No aggregate ever becomes infinite or NaN: a line that would make one so is not recorded
 ///   (`Outcome.nonFinite`), so that every output carries finite numbers only.
-/// - Memory per counter series: its key's bytes, plus 48 bytes of columns and 8 to 16 of index
+/// - Memory per counter series: its key's bytes, plus 70 bytes of columns and 8 to 16 of index
 ///   (two to four 4-byte slots). A key is at most the parser's `maxLineLength` bytes, so the key
 ///   store holds at most `maxSeries` times that.
 public struct SeriesTable: Sendable {
     /// The most series the table holds; a line for a new series beyond it is dropped.
-    public let maxSeries: Int
+    public private(set) var maxSeries: Int
     /// The number of the current interval (the first is 1).
     public private(set) var interval: UInt32 = 1
+    /// The table as `endInterval(expireAfter:)` returned it: its `expireAfter`, so that a
+    /// merge knows which series the table that goes on removed (those without a line in the
+    /// last `expireAfter` intervals). 0: none (never, or not an ended table).
+    public private(set) var expireAfter: UInt32 = 0
 
     // Columns, indexed by series. A key is the parser's canonical key: the kind's raw value,
     // the name, and "|#" plus the sorted tags if any.
@@ -502,7 +506,8 @@ public struct SeriesTable: Sendable {
     /// - Complexity: O(series) on the calling thread (a reset pass, and a rebuild if a series
     ///   expired); formatting the returned table is the formatter's.
     public mutating func endInterval(expireAfter: UInt32) -> SeriesTable {
-        let ended = self
+        var ended = self
+        ended.expireAfter = expireAfter
         let sampleCapacity = samples.count
         samples = []
         samples.reserveCapacity(sampleCapacity)
@@ -525,13 +530,27 @@ public struct SeriesTable: Sendable {
     }
 
     private mutating func removeIdle(expireAfter: UInt32, keeping: Int) {
+        var remap = [Int32](repeating: -1, count: count)
+        var kept: Int32 = 0
+        for series in 0..<count where interval &- lastSeen[series] < expireAfter {
+            remap[series] = kept
+            kept += 1
+        }
+        self = self.keeping(remap, count: keeping)
+    }
+
+    /// The table with only the series whose entry in `remap` is not negative (`count` of them),
+    /// each at the index `remap` gives, in the same order. Its samples are this table's as
+    /// they are: empty, or of series that keep their index (none is removed before them).
+    /// Sketches and set members are left out: both callers run when they are empty.
+    private func keeping(_ remap: [Int32], count kept: Int) -> SeriesTable {
         var next = SeriesTable(maxSeries: maxSeries)
         next.interval = interval
         next.negativeCounterValues = negativeCounterValues
         next.keyBytes.reserveCapacity(keyBytes.count)
         var capacity = 64
-        while capacity < keeping * 2 { capacity *= 2 }
-        for series in 0..<count where interval &- lastSeen[series] < expireAfter {
+        while capacity < kept * 2 { capacity *= 2 }
+        for series in 0..<count where remap[series] >= 0 {
             next.keyBytes.append(contentsOf: key(series))
             next.keyEnds.append(KeyOffset(next.keyBytes.count))
             next.hashes.append(hashes[series])
@@ -547,23 +566,39 @@ public struct SeriesTable: Sendable {
         next.optionSets = optionSets
         next.samples = samples
         next.rebuildIndex(capacity: capacity)
-        self = next
+        return next
     }
 
     // MARK: Merging
 
-    /// What `merging(_:state:)` keeps from one flush to the next, so that the totals since
-    /// creation of a series (Prometheus' counters and histogram counts) never go down while a
-    /// reader still holds it: when one reader's copy of a series expires, or is created anew,
-    /// while another's goes on, what the old copy counted stays counted.
+    /// What `merging(_:state:)` keeps from one flush to the next:
+    /// - the merged table itself, which the next merge updates in place rather than builds
+    ///   anew: each table's series are found at the index they had in it the last time (checked
+    ///   against the key), so that a flush neither hashes nor looks up a series it already
+    ///   knows, nor appends its columns again. A merge that finds a series in no table removes
+    ///   it, and rebuilds the table then (its columns and index);
+    /// - the totals since creation of each series (Prometheus' counters and histogram counts),
+    ///   so that they never go down while a reader still holds the series: when one reader's
+    ///   copy of a series expires while another's goes on, what the expired copy counted stays
+    ///   counted, and the copy that reader may create anew later adds to it.
+    ///
+    /// Memory: the merged table's (its keys, and 70 bytes of columns and 8 to 16 of index per
+    /// series), plus 20 bytes per series and 28 per table and series.
     public struct MergeState: Sendable {
-        /// The keys of the series followed at the last merge, each at an index into the
-        /// arrays below.
-        fileprivate var keys = KeyIndex()
-        /// At `index * tables + position`: table `position`'s totals of the series at the last
-        /// merge (nil: not in it).
-        fileprivate var last: [Totals?] = []
-        /// At `index`: the totals of copies that are gone, carried into the merged series.
+        /// The last merge's result. Series that no table holds any more are removed from it.
+        fileprivate var merged = SeriesTable(maxSeries: 1)
+        /// At `position`: where each series of the table at that position is expected in the
+        /// merged table, by its index in that table once the table that goes on removed the
+        /// series it let expire.
+        fileprivate var maps: [[Int32]] = []
+        /// At a merged index: the number of the last merge that found the series in a table.
+        fileprivate var found: [UInt32] = []
+        /// The number of the merge under way.
+        fileprivate var generation: UInt32 = 0
+        /// At `index * tables + position`: table `position`'s copy of merged series `index` at
+        /// the last merge (nil: not in it).
+        fileprivate var last: [Copy?] = []
+        /// At a merged index: the totals of copies that are gone, carried into the series.
         fileprivate var carried: [Totals] = []
         /// How many tables the last merge took.
         fileprivate var tables = 0
@@ -574,123 +609,162 @@ public struct SeriesTable: Sendable {
             static let zero = Totals(total: 0, totalSum: 0)
         }
 
+        /// One table's copy of a series at a merge.
+        fileprivate struct Copy: Sendable {
+            var totals: Totals
+            /// Whether the table that goes on removed the copy after the merge (it expired): a
+            /// copy of the series there at the next merge is another, created anew.
+            var removed: Bool
+        }
+
         /// No series seen yet.
         public init() {}
 
-        /// The series whose totals are followed.
-        public var count: Int { keys.count }
-    }
+        /// The number of series in the last merge.
+        public var count: Int { merged.count }
 
-    /// Keys by their bytes: an open-addressing index over keys stored end to end, as the
-    /// table's own (a merge looks up every series, so no key is copied into an array of its
-    /// own, and the hash is the parser's, not `Hashable`'s).
-    fileprivate struct KeyIndex: Sendable {
-        private var keyBytes: [UInt8] = []
-        private var keyEnds: [Int] = []
-        private var hashes: [UInt64] = []
-        private var slots: [Int32] = [Int32](repeating: -1, count: 64)
-
-        var count: Int { keyEnds.count }
-
-        /// Room for `count` keys in all without growing the index.
-        mutating func reserve(_ count: Int, bytes: Int) {
-            keyBytes.reserveCapacity(bytes)
-            keyEnds.reserveCapacity(count)
-            hashes.reserveCapacity(count)
-            var capacity = 64
-            while capacity < count * 2 { capacity *= 2 }
-            if capacity > slots.count { rebuild(capacity: capacity) }
+        /// `tables` merged into the last merge's table, in place; see `merging(_:state:)`.
+        fileprivate mutating func merge(_ tables: [SeriesTable]) -> SeriesTable {
+            let width = tables.count
+            generation &+= 1
+            if self.tables != width {
+                // Positions are other tables now: what each counted before is not comparable.
+                last = [Copy?](repeating: nil, count: merged.count * width)
+                self.tables = width
+            }
+            merged.startMerge(of: tables)
+            // Each table's copy of each merged series, at `index * width + position`.
+            var now = [Copy?](repeating: nil, count: merged.count * width)
+            var maps = [[Int32]]()
+            maps.reserveCapacity(width)
+            var foundCount = 0
+            for (position, table) in tables.enumerated() {
+                precondition(table.interval == merged.interval, "SeriesTable.merging(_:): tables of other intervals")
+                let optionMap = table.optionSets.map { merged.optionSet($0) }
+                let before = position < self.maps.count ? self.maps[position] : []
+                var mapped = [Int32](repeating: -1, count: table.count)
+                table.keyBytes.withUnsafeBytes { keys in
+                    for series in 0..<table.count {
+                        let start = series == 0 ? 0 : Int(table.keyEnds[series - 1])
+                        let key = UnsafeRawBufferPointer(rebasing: keys[start..<Int(table.keyEnds[series])])
+                        let hash32 = table.hashes[series]
+                        var index = series < before.count ? Int(before[series]) : -1
+                        if index < 0 || !merged.holds(key, hash32, at: index) {
+                            index = merged.findOrInsert(key, hash32)
+                            if index == found.count {
+                                found.append(0)
+                                carried.append(.zero)
+                                last.append(contentsOf: repeatElement(nil, count: width))
+                                now.append(contentsOf: repeatElement(nil, count: width))
+                            }
+                        }
+                        let isNew = found[index] != generation
+                        if isNew {
+                            found[index] = generation
+                            foundCount += 1
+                        }
+                        let kind = MetricKind(rawValue: key[0])!
+                        merged.combine(
+                            index, kind, isNew: isNew, with: table, series,
+                            options: optionMap[Int(table.options[series])])
+                        if kind != .gauge && kind != .set {
+                            now[index * width + position] = Copy(
+                                totals: Totals(total: table.sums[series].total, totalSum: table.totalSum[series]),
+                                removed: table.removesAfterEnd(series))
+                        }
+                        mapped[series] = Int32(index)
+                    }
+                }
+                maps.append(mapped)
+            }
+            if foundCount < merged.count { removeUnfound(count: foundCount, maps: &maps, now: &now) }
+            for (position, table) in tables.enumerated() {
+                merged.takeSamples(of: table, mapped: maps[position])
+            }
+            carryTotals(now)
+            // The tables that go on removed the series they let expire, and their later series
+            // moved down as many places.
+            for (position, table) in tables.enumerated() where table.expireAfter > 0 {
+                guard (0..<table.count).contains(where: { table.removesAfterEnd($0) }) else { continue }
+                maps[position] = (0..<table.count).filter { !table.removesAfterEnd($0) }.map { maps[position][$0] }
+            }
+            self.maps = maps
+            return merged
         }
 
-        /// The index of `key` (whose hash is `hash`), if it is there.
-        func find(_ key: ArraySlice<UInt8>, hash: UInt64) -> Int? {
-            let mask = slots.count - 1
-            var slot = Int(truncatingIfNeeded: hash) & mask
-            while true {
-                let index = Int(slots[slot])
-                if index < 0 { return nil }
-                if hashes[index] == hash {
-                    let start = index == 0 ? 0 : keyEnds[index - 1]
-                    if SeriesTable.bytesEqual(keyBytes[start..<keyEnds[index]], key) { return index }
+        /// Removes the series that the merge under way did not find (`count` series were
+        /// found), and what was kept for them.
+        private mutating func removeUnfound(count: Int, maps: inout [[Int32]], now: inout [Copy?]) {
+            var remap = [Int32](repeating: -1, count: merged.count)
+            var kept = 0
+            for index in 0..<merged.count where found[index] == generation {
+                remap[index] = Int32(kept)
+                found[kept] = generation
+                carried[kept] = carried[index]
+                for position in 0..<tables {
+                    last[kept * tables + position] = last[index * tables + position]
+                    now[kept * tables + position] = now[index * tables + position]
                 }
-                slot = (slot + 1) & mask
+                kept += 1
+            }
+            found.removeLast(found.count - kept)
+            carried.removeLast(carried.count - kept)
+            last.removeLast(last.count - kept * tables)
+            now.removeLast(now.count - kept * tables)
+            merged = merged.keeping(remap, count: kept)
+            for position in maps.indices {
+                for series in maps[position].indices { maps[position][series] = remap[Int(maps[position][series])] }
             }
         }
 
-        /// Adds `key`, which is not there, at the next index.
-        mutating func append(_ key: ArraySlice<UInt8>, hash: UInt64) {
-            if (count + 1) * 2 > slots.count { rebuild(capacity: slots.count * 2) }
-            keyBytes.append(contentsOf: key)
-            keyEnds.append(keyBytes.count)
-            hashes.append(hash)
-            place(count - 1)
-        }
-
-        private mutating func place(_ index: Int) {
-            let mask = slots.count - 1
-            var slot = Int(truncatingIfNeeded: hashes[index]) & mask
-            while slots[slot] >= 0 { slot = (slot + 1) & mask }
-            slots[slot] = Int32(index)
-        }
-
-        private mutating func rebuild(capacity: Int) {
-            slots = [Int32](repeating: -1, count: capacity)
-            for index in 0..<count { place(index) }
+        /// Adds to each merged total what the copies that are gone counted, and keeps each
+        /// table's copies (`now`, at `index * tables + position`) for the next merge.
+        private mutating func carryTotals(_ now: [Copy?]) {
+            let width = tables
+            for index in 0..<merged.count {
+                let kind = merged.kind(index)
+                guard kind != .gauge && kind != .set else { continue }
+                var carried = self.carried[index]
+                var (copies, removed) = (0, 0)
+                for position in 0..<width {
+                    // A copy that is gone, or was removed and is created anew: what it counted
+                    // stays.
+                    if let old = last[index * width + position] {
+                        copies += 1
+                        if old.removed { removed += 1 }
+                        if old.removed || now[index * width + position] == nil {
+                            carried.total += old.totals.total
+                            carried.totalSum += old.totals.totalSum
+                        }
+                    }
+                }
+                // Every copy expired after the last merge: the series was gone from every
+                // table, and starts again from zero, as when a merge finds it in none.
+                if copies > 0 && removed == copies { carried = .zero }
+                // Saturating, as merging's sums: never infinite.
+                carried.total = Swift.min(carried.total, .greatestFiniteMagnitude)
+                carried.totalSum = Swift.max(
+                    Swift.min(carried.totalSum, .greatestFiniteMagnitude), -.greatestFiniteMagnitude)
+                if carried != self.carried[index] { self.carried[index] = carried }
+                // Most series carry nothing.
+                guard carried.total != 0 || carried.totalSum != 0 else { continue }
+                merged.sums[index].total = Swift.min(
+                    merged.sums[index].total + carried.total, .greatestFiniteMagnitude)
+                merged.totalSum[index] = Swift.max(
+                    Swift.min(merged.totalSum[index] + carried.totalSum, .greatestFiniteMagnitude),
+                    -.greatestFiniteMagnitude)
+            }
+            last = now
         }
     }
 
     /// `merging(_:)`, with the totals of copies that are gone carried over (see `MergeState`);
-    /// `state` is the one the previous merge of the same readers left.
+    /// `state` is the one the previous merge of the same readers left. The merged table is
+    /// kept in `state` and updated in place by the next merge: a series keeps its index from
+    /// one merge to the next, and a new one comes last.
     public static func merging(_ tables: [SeriesTable], state: inout MergeState) -> SeriesTable {
         guard tables.count > 1 else { return merging(tables) }
-        let (table, maps) = merge(tables)
-        var merged = table
-        let width = tables.count
-        var next = MergeState()
-        next.tables = width
-        next.keys.reserve(merged.count, bytes: merged.keyBytes.count)
-        next.last.reserveCapacity(merged.count * width)
-        next.carried.reserveCapacity(merged.count)
-        // Each table's totals by merged series, at `index * width + position`.
-        var perTable = [MergeState.Totals?](repeating: nil, count: merged.count * width)
-        for (position, table) in tables.enumerated() {
-            for series in 0..<table.count where table.kind(series) != .gauge && table.kind(series) != .set {
-                perTable[Int(maps[position][series]) * width + position] = .init(
-                    total: table.sums[series].total, totalSum: table.totalSum[series])
-            }
-        }
-        for index in 0..<merged.count {
-            let kind = merged.kind(index)
-            guard kind != .gauge && kind != .set else { continue }
-            let key = merged.key(index)
-            let hash = key.withUnsafeBytes { StatsDParser.keyHash($0) }
-            let now = perTable[(index * width)..<((index + 1) * width)]
-            var carried = MergeState.Totals.zero
-            if let before = state.keys.find(key, hash: hash) {
-                carried = state.carried[before]
-                if state.tables == width {
-                    for position in 0..<width {
-                        // A copy that is gone, or counts less than it did (created anew): what
-                        // it counted stays.
-                        let new = now[now.startIndex + position]
-                        if let old = state.last[before * width + position], new == nil || new!.total < old.total {
-                            carried.total += old.total
-                            carried.totalSum += old.totalSum
-                        }
-                    }
-                }
-            }
-            // Saturating, as merging's sums: never infinite.
-            merged.sums[index].total = Swift.min(merged.sums[index].total + carried.total, .greatestFiniteMagnitude)
-            merged.totalSum[index] = Swift.max(
-                Swift.min(merged.totalSum[index] + carried.totalSum, .greatestFiniteMagnitude),
-                -.greatestFiniteMagnitude)
-            next.keys.append(key, hash: hash)
-            next.last.append(contentsOf: now)
-            next.carried.append(carried)
-        }
-        state = next
-        return merged
+        return state.merge(tables)
     }
 
     /// One table holding the series of `tables`: the intervals of several readers, each with a
@@ -706,91 +780,113 @@ public struct SeriesTable: Sendable {
     ///   exactly (Chan's parallel form);
     /// - the members of sets join.
     ///
+    /// The series come in the order of the first table's, then each next table's new ones.
     /// The result's `maxSeries` is the sum of the tables'. Equal to the one table if there is
     /// one.
     ///
     /// - Precondition: `tables` is not empty, and the tables ended the same number of intervals.
     public static func merging(_ tables: [SeriesTable]) -> SeriesTable {
         precondition(!tables.isEmpty, "SeriesTable.merging(_:): no table")
-        return tables.count == 1 ? tables[0] : merge(tables).table
+        guard tables.count > 1 else { return tables[0] }
+        var state = MergeState()
+        return state.merge(tables)
     }
 
-    /// The merged table, and for each table, the merged index of each of its series.
-    private static func merge(_ tables: [SeriesTable]) -> (table: SeriesTable, maps: [[Int32]]) {
-        var maps = [[Int32]]()
-        maps.reserveCapacity(tables.count)
-        var merged = SeriesTable(maxSeries: tables.reduce(0) { $0 + $1.maxSeries })
-        merged.interval = tables[0].interval
-        merged.optionSets = tables[0].optionSets
-        var capacity = 64
-        while capacity < tables.reduce(0, { $0 + $1.count }) * 2 { capacity *= 2 }
-        merged.slots = [Int32](repeating: -1, count: capacity)
-        for table in tables {
-            precondition(table.interval == merged.interval, "SeriesTable.merging(_:): tables of other intervals")
-            let optionMap = table.optionSets.map { merged.optionSet($0) }
-            var mapped = [Int32](repeating: -1, count: table.count)
-            for series in 0..<table.count {
-                let (index, isNew) = merged.findOrInsert(table.key(series), hash32: table.hashes[series])
-                mapped[series] = Int32(index)
-                merged.combine(index, isNew: isNew, with: table, series, options: optionMap[Int(table.options[series])])
-            }
-            for sample in table.samples {
-                merged.samples.append(Sample(series: mapped[Int(sample.series)], value: sample.value))
-            }
-            for (series, sketch) in table.sketches {
-                merged.sketches[mapped[Int(series)], default: QuantileSketch()].merge(sketch)
-            }
-            for (series, members) in table.setMembers {
-                merged.setMembers[mapped[Int(series)], default: []].formUnion(members)
-            }
-            merged.negativeCounterValues &+= table.negativeCounterValues
-            maps.append(mapped)
-        }
-        return (merged, maps)
+    /// Readies the last merge's table for the merge of `tables`: what is per merge (the
+    /// interval, the bound, the samples, sketches and set members, the negative values) starts
+    /// anew; the series stay, and each is reset when first found (`combine`).
+    private mutating func startMerge(of tables: [SeriesTable]) {
+        interval = tables[0].interval
+        maxSeries = tables.reduce(0) { $0 + $1.maxSeries }
+        negativeCounterValues = tables.reduce(0) { $0 &+ $1.negativeCounterValues }
+        // Room for this merge's samples, and not much more: a burst's stays no longer than
+        // the next merge.
+        let sampleCount = tables.reduce(0) { $0 + $1.samples.count }
+        if samples.capacity > 2 * Swift.max(sampleCount, 64) { samples = [] }
+        samples.removeAll(keepingCapacity: true)
+        samples.reserveCapacity(sampleCount)
+        sketches = [:]
+        setMembers = [:]
+        lastSeries = -1
     }
 
-    /// The series of `key` (whose stored hash is `hash32`), inserted if new. The index must
-    /// have room (`merging` sizes it for every series).
-    private mutating func findOrInsert(_ key: ArraySlice<UInt8>, hash32: UInt32) -> (Int, Bool) {
-        let hash = key.withUnsafeBytes { StatsDParser.keyHash($0) }
+    /// Whether the table that goes on from this ended table removed series `series` (it had no
+    /// line in the last `expireAfter` intervals).
+    @inline(__always)
+    private func removesAfterEnd(_ series: Int) -> Bool {
+        expireAfter > 0 && interval &- lastSeen[series] >= expireAfter
+    }
+
+    /// Whether series `index` has the key `key`, whose stored hash is `hash32`.
+    @inline(__always)
+    private func holds(_ key: UnsafeRawBufferPointer, _ hash32: UInt32, at index: Int) -> Bool {
+        index < count && hashes[index] == hash32 && keyEquals(index, key)
+    }
+
+    /// The index of the series of `key` (whose stored hash is `hash32`), inserted last if new.
+    private mutating func findOrInsert(_ key: UnsafeRawBufferPointer, _ hash32: UInt32) -> Int {
+        let hash = StatsDParser.keyHash(key)
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
-            let series = Int(slots[slot])
-            if series < 0 {
-                let index = count
-                keyBytes.append(contentsOf: key)
-                appendColumns(hash32, lastSeen: 0)
-                slots[slot] = Int32(index)
-                return (index, true)
-            }
-            if hashes[series] == hash32 && Self.bytesEqual(self.key(series), key) { return (series, false) }
+            let index = Int(slots[slot])
+            if index < 0 { return insert(key, hash32, at: slot) }
+            if hashes[index] == hash32 && keyEquals(index, key) { return index }
             slot = (slot + 1) & mask
         }
     }
 
-    /// Whether two keys hold the same bytes (eight at a time, where `elementsEqual` goes one
-    /// by one).
-    fileprivate static func bytesEqual(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Bool {
-        guard a.count == b.count else { return false }
-        guard !a.isEmpty else { return true }
-        return a.withUnsafeBytes { a in
-            b.withUnsafeBytes { b in equalBytes(a.baseAddress!, b.baseAddress!, a.count) }
+    /// The samples, sketches and set members of `table`, whose series `mapped` gives the
+    /// merged index of.
+    private mutating func takeSamples(of table: SeriesTable, mapped: [Int32]) {
+        for sample in table.samples {
+            samples.append(Sample(series: mapped[Int(sample.series)], value: sample.value))
+        }
+        for (series, sketch) in table.sketches {
+            sketches[mapped[Int(series)], default: QuantileSketch()].merge(sketch)
+        }
+        for (series, members) in table.setMembers {
+            setMembers[mapped[Int(series)], default: []].formUnion(members)
         }
     }
 
-    /// Adds series `series` of `table` into series `index`.
-    private mutating func combine(_ index: Int, isNew: Bool, with table: SeriesTable, _ series: Int, options: UInt16) {
+    /// Adds series `series` of `table`, of kind `kind`, into series `index`. `isNew`: the
+    /// merge's first copy of the series, whose values replace what the last merge left there.
+    @inline(__always)
+    private mutating func combine(
+        _ index: Int, _ kind: MetricKind, isNew: Bool, with table: SeriesTable, _ series: Int, options: UInt16
+    ) {
+        // A sum that would overflow stays at ±1.8e308.
         func add(_ a: Double, _ b: Double) -> Double {
             let sum = a + b
             return sum.isFinite ? sum : (sum > 0 ? .greatestFiniteMagnitude : -.greatestFiniteMagnitude)
         }
         let seen = table.lastSeen[series]
-        if isNew || seen > lastSeen[index] { self.options[index] = options }
-        switch kind(index) {
+        let later = isNew || seen > lastSeen[index]
+        if later {
+            lastSeen[index] = seen
+            self.options[index] = options
+        }
+        switch kind {
+        case .counter:
+            sums[index] =
+                isNew
+                ? table.sums[series]
+                : Sums(
+                    current: add(sums[index].current, table.sums[series].current),
+                    total: add(sums[index].total, table.sums[series].total))
         case .gauge:
-            if isNew || seen > lastSeen[index] { sums[index].current = table.sums[series].current }
+            if later { sums[index] = table.sums[series] }
         case .timer, .histogram, .distribution:
+            if isNew {
+                sums[index] = table.sums[series]
+                totalSum[index] = table.totalSum[series]
+                intervalSum[index] = table.intervalSum[series]
+                intervalSumSquares[index] = table.intervalSumSquares[series]
+                intervalM2[index] = table.intervalM2[series]
+                intervalSamples[index] = table.intervalSamples[series]
+                return
+            }
             // Chan et al.'s combination of two parts' squared deviations: exact, whatever the
             // parts' sizes.
             let (weightA, weightB) = (sums[index].current, table.sums[series].current)
@@ -800,17 +896,14 @@ public struct SeriesTable: Sendable {
             } else {
                 intervalM2[index] += table.intervalM2[series]
             }
-            sums[index].current = add(sums[index].current, table.sums[series].current)
-            sums[index].total = add(sums[index].total, table.sums[series].total)
+            sums[index] = Sums(
+                current: add(sums[index].current, table.sums[series].current),
+                total: add(sums[index].total, table.sums[series].total))
             totalSum[index] = add(totalSum[index], table.totalSum[series])
             intervalSum[index] = add(intervalSum[index], table.intervalSum[series])
             intervalSumSquares[index] += table.intervalSumSquares[series]
             intervalSamples[index] &+= table.intervalSamples[series]
-        case .counter:
-            sums[index].current = add(sums[index].current, table.sums[series].current)
-            sums[index].total = add(sums[index].total, table.sums[series].total)
         case .set: break
         }
-        if isNew || seen > lastSeen[index] { lastSeen[index] = seen }
     }
 }

@@ -132,7 +132,8 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     /// Confined to the flush queue (each flush's report is made there, once the readers'
     /// counts are in).
     private var selfMetrics = SelfMetrics()
-    /// The readers' tables' totals from one merge to the next. Confined to the flush queue.
+    /// The readers' tables merged, kept from one flush to the next with their totals (see
+    /// `SeriesTable.MergeState`). Confined to the flush queue.
     private var mergeState = SeriesTable.MergeState()
     private var kernelDropsAtStart: UInt64 = 0
     // Whether a flush is being formatted on the flush queue.

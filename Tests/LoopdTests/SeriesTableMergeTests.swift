@@ -168,6 +168,65 @@ struct SeriesTableMergeTests {
         #expect(total(merged(), "c") == 2, "created anew, from zero")
     }
 
+    /// Two readers' ingests whose series expire after two intervals without a line, merged
+    /// with a state kept from one merge to the next.
+    final class TwoReaders {
+        let a = Ingest(maxLineLength: 1024, maxSeries: 10)
+        let b = Ingest(maxLineLength: 1024, maxSeries: 10)
+        var state = SeriesTable.MergeState()
+
+        /// Ends both intervals and merges them: counter `c`'s total since creation.
+        func total() -> Double? {
+            let table = SeriesTable.merging(
+                [a.endInterval(expireAfter: 2), b.endInterval(expireAfter: 2)], state: &state)
+            let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+            return flush.summaries().first { flush.name($0.series).elementsEqual("c".utf8) }?.total
+        }
+    }
+
+    @Test func aCopyCreatedAnewWithMoreThanItsExpiredOneCountedAddsToIt() throws {
+        let readers = TwoReaders()
+        feed(readers.a, "c:1|c")
+        feed(readers.b, "c:1|c")
+        #expect(readers.total() == 2)
+        // a's copy gets no line for two intervals: it is removed after the second merge.
+        for expected in [3.0, 4] {
+            feed(readers.b, "c:1|c")
+            #expect(readers.total() == expected)
+        }
+        // Created anew in a with more than the old copy counted: both count.
+        feed(readers.a, "c:5|c")
+        feed(readers.b, "c:1|c")
+        #expect(readers.total() == 10)
+        feed(readers.a, "c:1|c")
+        #expect(readers.total() == 11)
+    }
+
+    @Test func aSeriesThatExpiredInEveryTableStartsFromZeroWhenItComesBack() {
+        let readers = TwoReaders()
+        feed(readers.a, "c:1|c")
+        feed(readers.b, "c:1|c")
+        #expect(readers.total() == 2)
+        // Two intervals without a line: both copies are removed after the second merge.
+        #expect(readers.total() == 2)
+        #expect(readers.total() == 2)
+        feed(readers.a, "c:1|c")
+        #expect(readers.total() == 1, "created anew in every table that holds it, as one table would")
+    }
+
+    @Test func aBurstOfSamplesDoesNotStayInTheKeptMerge() {
+        let (a, b) = (Ingest(maxLineLength: 1024, maxSeries: 10), Ingest(maxLineLength: 1024, maxSeries: 10))
+        var state = SeriesTable.MergeState()
+        func merged() -> SeriesTable {
+            SeriesTable.merging([a.endInterval(expireAfter: 0), b.endInterval(expireAfter: 0)], state: &state)
+        }
+        for index in 0..<2000 { feed(index % 2 == 0 ? a : b, "t\(index % 5):\(index)|ms") }
+        let burst = merged().storageBytes
+        feed(a, "t0:1|ms")
+        let quiet = merged().storageBytes
+        #expect(burst - quiet >= 2000 * MemoryLayout<Sample>.stride / 2, "burst \(burst) bytes, then \(quiet)")
+    }
+
     @Test func everySeriesOfManyKeepsWhatItsExpiredCopyCounted() throws {
         let (a, b) = (Ingest(maxLineLength: 1024, maxSeries: 1000), Ingest(maxLineLength: 1024, maxSeries: 1000))
         var state = SeriesTable.MergeState()
@@ -192,5 +251,151 @@ struct SeriesTableMergeTests {
             #expect(totals() == expected, "what a counted stays counted after its copies expire")
         }
         #expect(state.count == keys)
+    }
+
+    /// The names of a merged table's series, in index order.
+    static func names(_ table: SeriesTable) -> [String] {
+        (0..<table.count).map { String(decoding: table.key($0).dropFirst(), as: UTF8.self) }
+    }
+
+    @Test func aSeriesKeepsItsIndexFromOneMergeToTheNextAndANewOneComesLast() {
+        let (a, b) = (Ingest(maxLineLength: 1024, maxSeries: 10), Ingest(maxLineLength: 1024, maxSeries: 10))
+        var state = SeriesTable.MergeState()
+        func merged() -> [String] {
+            Self.names(
+                SeriesTable.merging([a.endInterval(expireAfter: 2), b.endInterval(expireAfter: 2)], state: &state))
+        }
+        feed(a, "x:1|c\ny:1|c")
+        feed(b, "z:1|c\nx:1|c")
+        #expect(merged() == ["x", "y", "z"])
+        // b's table now holds z, x, v, y: the merge keeps its own order.
+        feed(a, "w:1|c\nx:1|c")
+        feed(b, "v:1|c\ny:1|c\nx:1|c")
+        #expect(merged() == ["x", "y", "z", "w", "v"])
+        // y's and z's copies expire after two intervals without a line: the rest keep their order.
+        for _ in 0..<2 {
+            feed(a, "x:1|c\nw:1|c")
+            feed(b, "v:1|c")
+            _ = merged()
+        }
+        #expect(merged() == ["x", "w", "v"])
+        #expect(state.count == 3)
+    }
+
+    /// One table's lines over `keys` keys of every kind, for the merges below: each key's lines
+    /// go to the readers still alive for it, and each reader may stop sending a key for good.
+    /// Keys that are multiples of 4 go silent everywhere now and then, for 2 or 3 intervals
+    /// (long enough to expire after 2), and come back.
+    struct Churn {
+        var random: QuantileSketchTests.Random
+        var alive: [[Bool]]
+        let keys: Int
+
+        init(seed: UInt64, readers: Int, keys: Int) {
+            random = QuantileSketchTests.Random(state: seed)
+            alive = [[Bool]](repeating: [Bool](repeating: true, count: keys), count: readers)
+            self.keys = keys
+        }
+
+        /// Whether key `key` gets no line in interval `interval`.
+        static func silent(_ key: Int, _ interval: Int) -> Bool {
+            key % 4 == 0 && (interval + key) % (4 + key % 5) < 2 + (key / 4) % 2
+        }
+
+        /// Feeds an interval's lines to `readers` and the same to `whole`.
+        mutating func feedInterval(_ interval: Int, readers: [Ingest], whole: Ingest) {
+            for key in 0..<keys where !Self.silent(key, interval) {
+                for reader in readers.indices where key % 4 != 0 && alive[reader][key] && random.next() % 40 == 0 {
+                    alive[reader][key] = false
+                }
+                let living = readers.indices.filter { alive[$0][key] }
+                guard !living.isEmpty else { continue }
+                for _ in 0..<(1 + random.next() % 3) {
+                    let value = Double(random.next() % 2000) / 10 - 50
+                    let line: String
+                    switch key % 6 {
+                    case 0: line = "c\(key):\(value)|c\(random.next() % 3 == 0 ? "|@0.5" : "")|#t:\(key % 2)"
+                    case 1: line = "t\(key):\(value)|ms"
+                    case 2: line = "h\(key):\(abs(value)):\(value / 2)|h"
+                    case 3: line = "s\(key):m\(random.next() % 50)|s"
+                    case 4: line = "d\(key):\(value)|d|#a,b:\(key)"
+                    default: line = "g\(key):\(value)|g"
+                    }
+                    // A gauge's lines go to one reader, as one client's do; the rest anywhere.
+                    let reader = key % 6 == 5 ? living[0] : living[Int(random.next() % UInt64(living.count))]
+                    feed(readers[reader], line)
+                    feed(whole, line)
+                }
+            }
+        }
+    }
+
+    /// Summaries by key without their totals since creation (`total`, `totalSum`): what a kept
+    /// merge and a fresh one of the same tables must agree on.
+    static func withoutTotals(_ flush: Flush) -> [String: (exact: String, sums: [Double])] {
+        byKey(flush).mapValues { ($0.exact, [$0.sums[0]] + $0.sums.dropFirst(3)) }
+    }
+
+    static func agree(
+        _ got: [String: (exact: String, sums: [Double])], _ want: [String: (exact: String, sums: [Double])]
+    ) -> Bool {
+        got.keys.sorted() == want.keys.sorted()
+            && want.allSatisfy { key, want in
+                guard let got = got[key] else { return false }
+                return got.exact == want.exact && got.sums.count == want.sums.count
+                    && zip(got.sums, want.sums).allSatisfy { abs($0 - $1) <= 1e-9 * max(1, abs($1)) }
+            }
+    }
+
+    /// The merge kept from one flush to the next gives what a merge from nothing gives, through
+    /// series created, expired and created again, and readers that stop sending a series; with
+    /// the tables in the same order every time, its totals are one table's that took every
+    /// line. With the tables reordered or left out between merges (`shuffled`), it finds each
+    /// series anew.
+    @Test(arguments: [false, true])
+    func aKeptMergeGivesWhatAFreshOneGives(shuffled: Bool) throws {
+        for seed in 1...3 as ClosedRange<UInt64> {
+            let readers = (0..<3).map { _ in Ingest(maxLineLength: 1024, maxSeries: 1000) }
+            let whole = Ingest(maxLineLength: 1024, maxSeries: 1000)
+            var churn = Churn(seed: seed, readers: 3, keys: 48)
+            var order = QuantileSketchTests.Random(state: seed &* 31)
+            var state = SeriesTable.MergeState()
+            var previous: (flush: Flush, summaries: [String: (exact: String, sums: [Double])])?
+            for interval in 0..<30 {
+                churn.feedInterval(interval, readers: readers, whole: whole)
+                var tables = readers.map { $0.endInterval(expireAfter: 2) }
+                let one = Flush(
+                    table: whole.endInterval(expireAfter: 2), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+                if shuffled {
+                    tables.shuffle(using: &order)
+                    if order.next() % 3 == 0 { tables.removeLast() }
+                }
+                let kept = Flush(
+                    table: SeriesTable.merging(tables, state: &state), timestamp: 0, intervalSeconds: 1,
+                    internalMetrics: [])
+                let fresh = Flush(
+                    table: SeriesTable.merging(tables), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+                let context = "seed \(seed), interval \(interval)"
+                #expect(Self.agree(Self.withoutTotals(kept), Self.withoutTotals(fresh)), "\(context)")
+                #expect(state.count == kept.table.count, "\(context)")
+                if let previous {
+                    #expect(
+                        Self.agree(Self.byKey(previous.flush), previous.summaries),
+                        "\(context): the last merge's table changed under its holder")
+                }
+                previous = (kept, Self.byKey(kept))
+                guard !shuffled else { continue }
+                let (got, want) = (Self.byKey(kept), Self.byKey(one))
+                for (key, one) in want {
+                    // Totals of counters and sampled kinds.
+                    let number = Int(key.split(separator: " ")[1].dropFirst().prefix { $0.isNumber })!
+                    guard number % 6 != 3, number % 6 != 5, let merged = got[key] else { continue }
+                    let close = zip(merged.sums[1...2], one.sums[1...2]).allSatisfy {
+                        abs($0 - $1) <= 1e-9 * max(1, abs($1))
+                    }
+                    #expect(close, "\(context), \(key): totals \(merged.sums[1...2]), one table \(one.sums[1...2])")
+                }
+            }
+        }
     }
 }
