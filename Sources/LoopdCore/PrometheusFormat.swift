@@ -135,7 +135,7 @@ public final class PrometheusExposition {
     public let options: PrometheusOptions
     /// Histograms: each sampled series' bucket bounds and cumulative bucket counts (without
     /// `+Inf`, which is its `_count`), by canonical key.
-    private var cumulative: [ByteKey: (total: Double, bounds: [Double], buckets: [Double])] = [:]
+    private var cumulative: [ByteKey: (total: Double, bounds: [Double], buckets: [Double], expired: Bool)] = [:]
     /// Counters and histograms shown that merge several series, by name and labels: what each
     /// of their series counted at the last flush, and what series gone from them had counted.
     private var shown: [ByteKey: Shown] = [:]
@@ -149,6 +149,9 @@ public final class PrometheusExposition {
         var sum = 0.0
         var buckets: [Double] = []
         var bounds: [Double] = []
+        /// Whether the series expired at this flush: the table that goes on removed it, and a
+        /// series of its key at the next flush is created anew. Not added by `+=`.
+        var expired = false
 
         /// Adds `rhs`, its buckets carried over to `lhs`'s bounds if they differ (see
         /// `PrometheusExposition.carry`).
@@ -210,9 +213,10 @@ public final class PrometheusExposition {
             for (key, counted) in previous?.series ?? [:] { earlier[key] = counted }
             for (key, counted) in earlier {
                 if let now = state.series[key] {
-                    // A series counts up while it lives: less means it expired and came back,
-                    // and what it had counted stays counted. Otherwise `now` holds it all.
-                    if now.total < counted.total { state.gone += counted }
+                    // A series that expired and came back starts from zero, and what it had
+                    // counted stays counted. (It counts up while it lives: less means the
+                    // same.) Otherwise `now` holds it all.
+                    if counted.expired || now.total < counted.total { state.gone += counted }
                 } else if inTable(key) {
                     state.absent[key] = counted
                 } else {
@@ -356,9 +360,12 @@ public final class PrometheusExposition {
             // The series' own numbers, for those that never go down.
             var counted: (ByteKey, Counted)?
             if entry.metric == nil && (entry.family == .counter || entry.family == .histogram) {
+                let series = entry.summary!.series
                 counted = (
-                    ByteKey(Array(flush.table.key(entry.summary!.series))),
-                    Counted(total: entry.total, sum: entry.sum, buckets: entry.buckets, bounds: entry.bounds)
+                    ByteKey(Array(flush.table.key(series))),
+                    Counted(
+                        total: entry.total, sum: entry.sum, buckets: entry.buckets, bounds: entry.bounds,
+                        expired: flush.table.removesAfterEnd(series))
                 )
             }
             guard let index = kept[key] else {
@@ -498,7 +505,8 @@ public final class PrometheusExposition {
     /// Adds the interval's bucket counts to each sampled series' and forgets the series the
     /// table no longer holds.
     private func accumulate(_ flush: Flush, _ summaries: [Summary]) {
-        var next = [ByteKey: (total: Double, bounds: [Double], buckets: [Double])](minimumCapacity: cumulative.count)
+        var next = [ByteKey: (total: Double, bounds: [Double], buckets: [Double], expired: Bool)](
+            minimumCapacity: cumulative.count)
         for summary in summaries where summary.kind.isSampled {
             let key = ByteKey(Array(flush.table.key(summary.series)))
             let bounds = summary.bucketBounds
@@ -506,18 +514,19 @@ public final class PrometheusExposition {
                 !bounds.isEmpty && (summary.stats == nil || summary.buckets.count == bounds.count),
                 "PrometheusExposition.render: summaries must come from flush.summaries(bucketBounds: options.bucketBounds)"
             )
-            // A count below the last one is a series created anew (it expired): its buckets
-            // start again too. When its bounds change (a reload), its counts are carried over.
+            // A series that expired at the last flush is created anew: its buckets start again
+            // too, as its count does (a count below the last one means the same). When its
+            // bounds change (a reload), its counts are carried over.
             var counts =
                 cumulative[key].flatMap { last in
-                    guard last.total <= summary.total else { return nil }
+                    guard !last.expired && last.total <= summary.total else { return nil }
                     return last.bounds == bounds
                         ? last.buckets : Self.carry(last.buckets, from: last.bounds, to: bounds)
                 } ?? [Double](repeating: 0, count: bounds.count)
             if summary.stats != nil {
                 for index in counts.indices { counts[index] += summary.buckets[index] }
             }
-            next[key] = (summary.total, bounds, counts)
+            next[key] = (summary.total, bounds, counts, flush.table.removesAfterEnd(summary.series))
         }
         cumulative = next
     }

@@ -43,8 +43,9 @@ public struct SeriesTable: Sendable {
     /// The number of the current interval (the first is 1).
     public private(set) var interval: UInt32 = 1
     /// The table as `endInterval(expireAfter:)` returned it: its `expireAfter`, so that a
-    /// merge knows which series the table that goes on removed (those without a line in the
-    /// last `expireAfter` intervals). 0: none (never, or not an ended table).
+    /// merge and the outputs know which series the table that goes on removed (those without a
+    /// line in the last `expireAfter` intervals). 0: none (never, or not an ended table). A
+    /// merged table has the first table's.
     public private(set) var expireAfter: UInt32 = 0
 
     // Columns, indexed by series. A key is the parser's canonical key: the kind's raw value,
@@ -546,6 +547,7 @@ public struct SeriesTable: Sendable {
     private func keeping(_ remap: [Int32], count kept: Int) -> SeriesTable {
         var next = SeriesTable(maxSeries: maxSeries)
         next.interval = interval
+        next.expireAfter = expireAfter
         next.negativeCounterValues = negativeCounterValues
         next.keyBytes.reserveCapacity(keyBytes.count)
         var capacity = 64
@@ -797,6 +799,7 @@ public struct SeriesTable: Sendable {
     /// anew; the series stay, and each is reset when first found (`combine`).
     private mutating func startMerge(of tables: [SeriesTable]) {
         interval = tables[0].interval
+        expireAfter = tables[0].expireAfter
         maxSeries = tables.reduce(0) { $0 + $1.maxSeries }
         negativeCounterValues = tables.reduce(0) { $0 &+ $1.negativeCounterValues }
         // Room for this merge's samples, and not much more: a burst's stays no longer than
@@ -811,9 +814,11 @@ public struct SeriesTable: Sendable {
     }
 
     /// Whether the table that goes on from this ended table removed series `series` (it had no
-    /// line in the last `expireAfter` intervals).
+    /// line in the last `expireAfter` intervals): a series of its key in the next interval is
+    /// created anew. For a merged table, whether every copy was removed (its `expireAfter` is
+    /// the first table's).
     @inline(__always)
-    private func removesAfterEnd(_ series: Int) -> Bool {
+    func removesAfterEnd(_ series: Int) -> Bool {
         expireAfter > 0 && interval &- lastSeen[series] >= expireAfter
     }
 

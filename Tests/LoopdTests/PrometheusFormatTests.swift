@@ -346,6 +346,69 @@ struct PrometheusFormatTests {
         #expect(lines.contains("m_x_total 1"))
     }
 
+    /// Flushes `ingest` with series expiring after 2 intervals without a line, and renders it.
+    func renderExpiring(_ renderer: PrometheusExposition, _ ingest: Ingest) throws -> [String] {
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 2), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+        return try render(renderer, flush).lines
+    }
+
+    @Test func aSeriesThatComesBackCountingMoreThanBeforeStartsAgainBucketsIncluded() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let renderer = PrometheusExposition(options: PrometheusOptions(buckets: [0.005, 0.1]))
+        feed(ingest, "api.ms:1|ms")
+        #expect(try renderExpiring(renderer, ingest).contains("api_seconds_bucket{le=\"0.005\"} 1"))
+        // Two flushes without a line: the series expires at the second.
+        for _ in 0..<2 { _ = try renderExpiring(renderer, ingest) }
+        feed(ingest, "api.ms:50|ms\napi.ms:60|ms\napi.ms:70|ms")
+        let lines = try renderExpiring(renderer, ingest)
+        #expect(lines.contains("api_seconds_count 3"))
+        #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 0"), "not the old series' sample: \(lines)")
+        #expect(lines.contains("api_seconds_bucket{le=\"0.1\"} 3"))
+    }
+
+    @Test func readersTablesMergedStartAHistogramAgainOnlyOnceEveryReaderLetItExpire() throws {
+        let (a, b) = (Ingest(maxLineLength: 1024, maxSeries: 10), Ingest(maxLineLength: 1024, maxSeries: 10))
+        let renderer = PrometheusExposition(options: PrometheusOptions(buckets: [0.005, 0.1]))
+        var state = SeriesTable.MergeState()
+        func render() throws -> [String] {
+            let table = SeriesTable.merging(
+                [a.endInterval(expireAfter: 2), b.endInterval(expireAfter: 2)], state: &state)
+            let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+            return try self.render(renderer, flush).lines.filter { $0.hasPrefix("api_seconds_") }
+        }
+        feed(a, "api.ms:1|ms")
+        feed(b, "api.ms:1|ms")
+        _ = try render()
+        // b goes on; a's copy expires after two flushes and comes back with more samples.
+        for _ in 0..<2 {
+            feed(b, "api.ms:50|ms")
+            _ = try render()
+        }
+        feed(a, "api.ms:50|ms\napi.ms:50|ms\napi.ms:50|ms")
+        var lines = try render()
+        #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 2"), "the series lives on: \(lines)")
+        #expect(lines.contains("api_seconds_count 7"))
+        // Now both let it expire, and it comes back with more than it had.
+        for _ in 0..<2 { _ = try render() }
+        feed(a, (0..<8).map { _ in "api.ms:50|ms" }.joined(separator: "\n"))
+        lines = try render()
+        #expect(lines.contains("api_seconds_bucket{le=\"0.005\"} 0"), "created anew: \(lines)")
+        #expect(lines.contains("api_seconds_bucket{le=\"0.1\"} 8") && lines.contains("api_seconds_count 8"))
+    }
+
+    @Test func aMergedCounterKeepsWhatASeriesCountedBeforeItCameBackCountingMore() throws {
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let renderer = PrometheusExposition()
+        var totals: [String] = []
+        // m.x and m-x are both shown as m_x_total; m.x expires, and comes back with 5.
+        for lines in ["m.x:1|c\nm-x:1|c", "m-x:1|c", "m-x:1|c", "m.x:5|c\nm-x:1|c"] {
+            feed(ingest, lines)
+            totals += try renderExpiring(renderer, ingest).filter { $0.hasPrefix("m_x_total ") }
+        }
+        #expect(totals == ["m_x_total 2", "m_x_total 3", "m_x_total 4", "m_x_total 10"])
+    }
+
     @Test func aMergeThatWouldNotBeFiniteIsNotMade() throws {
         let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
         feed(ingest, "ov.x:1e308|c\nov-x:1e308|c\nhm.x:1e308|h\nhm-x:1e308|h")
