@@ -595,8 +595,12 @@ public struct SeriesTable: Sendable {
         fileprivate var maps: [[Int32]] = []
         /// At a merged index: the number of the last merge that found the series in a table.
         fileprivate var found: [UInt32] = []
-        /// The number of the merge under way.
+        /// The number of the merge under way; never 0, the mark of a series not found yet.
         fileprivate var generation: UInt32 = 0
+        /// The series the last merge looked up by key, its hint for them missing or wrong: new
+        /// series, and those of a table whose series moved other than as its expiries move
+        /// them.
+        @_spi(Testing) public private(set) var lookups = 0
         /// At `index * tables + position`: table `position`'s copy of merged series `index` at
         /// the last merge (nil: not in it).
         fileprivate var last: [Copy?] = []
@@ -628,7 +632,8 @@ public struct SeriesTable: Sendable {
         /// `tables` merged into the last merge's table, in place; see `merging(_:state:)`.
         fileprivate mutating func merge(_ tables: [SeriesTable]) -> SeriesTable {
             let width = tables.count
-            generation &+= 1
+            generation = generation == .max ? 1 : generation + 1
+            lookups = 0
             if self.tables != width {
                 // Positions are other tables now: what each counted before is not comparable.
                 last = [Copy?](repeating: nil, count: merged.count * width)
@@ -653,6 +658,7 @@ public struct SeriesTable: Sendable {
                         var index = series < before.count ? Int(before[series]) : -1
                         if index < 0 || !merged.holds(key, hash32, at: index) {
                             index = merged.findOrInsert(key, hash32)
+                            lookups += 1
                             if index == found.count {
                                 found.append(0)
                                 carried.append(.zero)
@@ -679,7 +685,7 @@ public struct SeriesTable: Sendable {
                 }
                 maps.append(mapped)
             }
-            if foundCount < merged.count { removeUnfound(count: foundCount, maps: &maps, now: &now) }
+            if foundCount < merged.count { removeUnfound(maps: &maps, now: &now) }
             for (position, table) in tables.enumerated() {
                 merged.takeSamples(of: table, mapped: maps[position])
             }
@@ -694,9 +700,8 @@ public struct SeriesTable: Sendable {
             return merged
         }
 
-        /// Removes the series that the merge under way did not find (`count` series were
-        /// found), and what was kept for them.
-        private mutating func removeUnfound(count: Int, maps: inout [[Int32]], now: inout [Copy?]) {
+        /// Removes the series that the merge under way did not find, and what was kept for them.
+        private mutating func removeUnfound(maps: inout [[Int32]], now: inout [Copy?]) {
             var remap = [Int32](repeating: -1, count: merged.count)
             var kept = 0
             for index in 0..<merged.count where found[index] == generation {
@@ -763,7 +768,8 @@ public struct SeriesTable: Sendable {
     /// `merging(_:)`, with the totals of copies that are gone carried over (see `MergeState`);
     /// `state` is the one the previous merge of the same readers left. The merged table is
     /// kept in `state` and updated in place by the next merge: a series keeps its index from
-    /// one merge to the next, and a new one comes last.
+    /// one merge to the next (less the series before it that the merge removes), and a new one
+    /// comes last.
     public static func merging(_ tables: [SeriesTable], state: inout MergeState) -> SeriesTable {
         guard tables.count > 1 else { return merging(tables) }
         return state.merge(tables)

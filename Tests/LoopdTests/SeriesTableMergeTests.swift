@@ -1,5 +1,5 @@
 import Foundation
-import LoopdCore
+@_spi(Testing) import LoopdCore
 import Testing
 
 /// Several readers' tables merged at the flush: the same as one table that took every line.
@@ -214,6 +214,31 @@ struct SeriesTableMergeTests {
         #expect(readers.total() == 1, "created anew in every table that holds it, as one table would")
     }
 
+    @Test func aMergeLooksUpNewSeriesOnlyEvenAfterAReaderRemovedSome() {
+        let readers = TwoReaders()
+        let all = (0..<5).map { "s\($0):1|c" }
+        func lookups() -> Int {
+            _ = SeriesTable.merging(
+                [readers.a.endInterval(expireAfter: 2), readers.b.endInterval(expireAfter: 2)], state: &readers.state)
+            return readers.state.lookups
+        }
+        feed(readers.a, all.joined(separator: "\n"))
+        feed(readers.b, all.joined(separator: "\n"))
+        #expect(lookups() == 10, "every series is new to the first merge")
+        feed(readers.a, all.joined(separator: "\n"))
+        feed(readers.b, all.joined(separator: "\n"))
+        #expect(lookups() == 0)
+        // s0 stops in a, which removes it after the second merge without a line: a's later
+        // series move down, and the merge after that still finds them where it expects.
+        for merge in 0..<3 {
+            feed(readers.a, all.dropFirst().joined(separator: "\n"))
+            feed(readers.b, all.joined(separator: "\n"))
+            #expect(lookups() == 0, "merge \(merge)")
+        }
+        feed(readers.a, "s0:1|c")
+        #expect(lookups() == 1, "a's new copy of s0")
+    }
+
     @Test func aBurstOfSamplesDoesNotStayInTheKeptMerge() {
         let (a, b) = (Ingest(maxLineLength: 1024, maxSeries: 10), Ingest(maxLineLength: 1024, maxSeries: 10))
         var state = SeriesTable.MergeState()
@@ -355,13 +380,19 @@ struct SeriesTableMergeTests {
     @Test(arguments: [false, true])
     func aKeptMergeGivesWhatAFreshOneGives(shuffled: Bool) throws {
         for seed in 1...3 as ClosedRange<UInt64> {
-            let readers = (0..<3).map { _ in Ingest(maxLineLength: 1024, maxSeries: 1000) }
-            let whole = Ingest(maxLineLength: 1024, maxSeries: 1000)
+            // Some timers mapped to a series with percentiles of its own; other ones after a reload.
+            let mapper = Mapper(rules: [try MappingRule(match: "t1*", name: "tone", percentiles: [99.9])])
+            let reloaded = Mapper(rules: [try MappingRule(match: "t3*", name: "tthree", percentiles: [10, 90])])
+            let readers = (0..<3).map { _ in Ingest(maxLineLength: 1024, maxSeries: 1000, mapper: mapper) }
+            let whole = Ingest(maxLineLength: 1024, maxSeries: 1000, mapper: mapper)
             var churn = Churn(seed: seed, readers: 3, keys: 48)
             var order = QuantileSketchTests.Random(state: seed &* 31)
             var state = SeriesTable.MergeState()
             var previous: (flush: Flush, summaries: [String: (exact: String, sums: [Double])])?
             for interval in 0..<30 {
+                if interval == 15 {
+                    for ingest in readers + [whole] { ingest.setMapper(reloaded) }
+                }
                 churn.feedInterval(interval, readers: readers, whole: whole)
                 var tables = readers.map { $0.endInterval(expireAfter: 2) }
                 let one = Flush(
@@ -386,9 +417,13 @@ struct SeriesTableMergeTests {
                 previous = (kept, Self.byKey(kept))
                 guard !shuffled else { continue }
                 let (got, want) = (Self.byKey(kept), Self.byKey(one))
+                if interval == 10 || interval == 25 {
+                    let mapped = interval == 10 ? " tone|" : " tthree|"
+                    #expect(got.keys.contains { $0.hasSuffix(mapped) }, "\(context): the mapped timer")
+                }
                 for (key, one) in want {
-                    // Totals of counters and sampled kinds.
-                    let number = Int(key.split(separator: " ")[1].dropFirst().prefix { $0.isNumber })!
+                    // Totals of counters and sampled kinds (the mapped timers have no number).
+                    let number = Int(key.split(separator: " ")[1].dropFirst().prefix { $0.isNumber }) ?? 1
                     guard number % 6 != 3, number % 6 != 5, let merged = got[key] else { continue }
                     let close = zip(merged.sums[1...2], one.sums[1...2]).allSatisfy {
                         abs($0 - $1) <= 1e-9 * max(1, abs($1))
