@@ -541,9 +541,8 @@ public struct SeriesTable: Sendable {
     }
 
     /// The table with only the series whose entry in `remap` is not negative (`count` of them),
-    /// each at the index `remap` gives, in the same order. Its samples are this table's as
-    /// they are: empty, or of series that keep their index (none is removed before them).
-    /// Sketches and set members are left out: both callers run when they are empty.
+    /// each at the index `remap` gives, in the same order. Samples, sketches and set members
+    /// are not remapped: both callers run when they are empty.
     private func keeping(_ remap: [Int32], count kept: Int) -> SeriesTable {
         var next = SeriesTable(maxSeries: maxSeries)
         next.interval = interval
