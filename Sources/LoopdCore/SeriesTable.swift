@@ -523,7 +523,7 @@ public struct SeriesTable: Sendable {
                 intervalM2[series] = 0
                 intervalSamples[series] = 0
             }
-            if expireAfter > 0 && interval &- lastSeen[series] >= expireAfter { expired += 1 }
+            if Self.isIdle(lastSeen[series], at: interval, expireAfter: expireAfter) { expired += 1 }
         }
         if expired > 0 { removeIdle(expireAfter: expireAfter, keeping: count - expired) }
         interval &+= 1
@@ -533,7 +533,7 @@ public struct SeriesTable: Sendable {
     private mutating func removeIdle(expireAfter: UInt32, keeping: Int) {
         var remap = [Int32](repeating: -1, count: count)
         var kept: Int32 = 0
-        for series in 0..<count where interval &- lastSeen[series] < expireAfter {
+        for series in 0..<count where !Self.isIdle(lastSeen[series], at: interval, expireAfter: expireAfter) {
             remap[series] = kept
             kept += 1
         }
@@ -644,6 +644,8 @@ public struct SeriesTable: Sendable {
             var maps = [[Int32]]()
             maps.reserveCapacity(width)
             var foundCount = 0
+            // Whether the table that goes on from each removed some of its series.
+            var removedSome = [Bool](repeating: false, count: width)
             for (position, table) in tables.enumerated() {
                 precondition(table.interval == merged.interval, "SeriesTable.merging(_:): tables of other intervals")
                 let optionMap = table.optionSets.map { merged.optionSet($0) }
@@ -674,10 +676,12 @@ public struct SeriesTable: Sendable {
                         merged.combine(
                             index, kind, isNew: isNew, with: table, series,
                             options: optionMap[Int(table.options[series])])
+                        let removed = table.removesAfterEnd(series)
+                        if removed { removedSome[position] = true }
                         if kind != .gauge && kind != .set {
                             now[index * width + position] = Copy(
                                 totals: Totals(total: table.sums[series].total, totalSum: table.totalSum[series]),
-                                removed: table.removesAfterEnd(series))
+                                removed: removed)
                         }
                         mapped[series] = Int32(index)
                     }
@@ -691,8 +695,7 @@ public struct SeriesTable: Sendable {
             carryTotals(now)
             // The tables that go on removed the series they let expire, and their later series
             // moved down as many places.
-            for (position, table) in tables.enumerated() where table.expireAfter > 0 {
-                guard (0..<table.count).contains(where: { table.removesAfterEnd($0) }) else { continue }
+            for (position, table) in tables.enumerated() where removedSome[position] {
                 maps[position] = (0..<table.count).filter { !table.removesAfterEnd($0) }.map { maps[position][$0] }
             }
             self.maps = maps
@@ -824,7 +827,15 @@ public struct SeriesTable: Sendable {
     /// the first table's).
     @inline(__always)
     func removesAfterEnd(_ series: Int) -> Bool {
-        expireAfter > 0 && interval &- lastSeen[series] >= expireAfter
+        Self.isIdle(lastSeen[series], at: interval, expireAfter: expireAfter)
+    }
+
+    /// Whether a series last seen in interval `lastSeen` is removed at the end of interval
+    /// `interval` (`endInterval(expireAfter:)`, 0: never): the one rule that removal, merges
+    /// and outputs share.
+    @inline(__always)
+    private static func isIdle(_ lastSeen: UInt32, at interval: UInt32, expireAfter: UInt32) -> Bool {
+        expireAfter > 0 && interval &- lastSeen >= expireAfter
     }
 
     /// Whether series `index` has the key `key`, whose stored hash is `hash32`.
