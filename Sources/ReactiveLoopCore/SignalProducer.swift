@@ -13,10 +13,20 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     @usableFromInline
     let _run: (Signal<Value, Error>.Observer, Lifetime) -> Void
 
-    /// Set when this producer is a chain of `concat`/`prefix`/`then`: the parts, so that
-    /// chaining onto it makes one longer chain instead of nesting (see `_ConcatChain`).
+    /// What operators and starts may know about this producer beyond its runs, or `nil`.
     @usableFromInline
-    let _chain: _ConcatChain<Value, Error>?
+    let _shape: _Shape?
+
+    /// What a producer can be known to be, besides a recipe for runs.
+    @usableFromInline
+    enum _Shape {
+        /// A chain of `concat`/`prefix`/`then`: the parts, so that chaining onto it makes one
+        /// longer chain instead of nesting (see `_ConcatChain`).
+        case chain(_ConcatChain<Value, Error>)
+        /// A property's producer (the error type is then `Never`): `startWithValues` registers
+        /// its closure on the property's signal core directly (see `_PropertySource`).
+        case property(_PropertySource<Value>)
+    }
 
     /// Marks the internal initializer, so that a trailing closure never picks it.
     @usableFromInline
@@ -25,7 +35,14 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     @inlinable
     init(_ raw: _Raw, _ run: @escaping (Signal<Value, Error>.Observer, Lifetime) -> Void) {
         self._run = run
-        self._chain = nil
+        self._shape = nil
+    }
+
+    /// `producer`'s runs, known to have `shape`.
+    @inlinable
+    init(_ producer: SignalProducer, shape: _Shape) {
+        self._run = producer._run
+        self._shape = shape
     }
 
     /// A producer that runs the parts of `chain` one after another.
@@ -33,7 +50,7 @@ public struct SignalProducer<Value, Error: Swift.Error> {
         self._run = { observer, lifetime in
             SignalProducer<SignalProducer<Value, Error>, Error>(chain.parts()).flatten(.concat)._run(observer, lifetime)
         }
-        self._chain = chain
+        self._shape = .chain(chain)
     }
 
     /// Creates a producer that runs `startHandler` on every start, with a fresh input observer
@@ -516,7 +533,9 @@ extension SignalProducer where Error == Never {
     @discardableResult
     @inlinable
     public func startWithValues(_ action: @escaping (Value) -> Void) -> any Disposable {
-        _start(values: action) { _ in }
+        // A property's producer: the closure goes on the property's signal core itself.
+        if case let .property(source)? = _shape { return source.startValues(action) }
+        return _start(values: action) { _ in }
     }
 }
 

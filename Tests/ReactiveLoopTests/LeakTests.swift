@@ -138,6 +138,41 @@ struct LeakTests {
     }
 
     /// A property lets go of its value when it is released, and of each value it replaces.
+    /// The same for a property's producer, whose `startWithValues` registers the closure on
+    /// the property's signal core with no run around it: the run ends when the property goes
+    /// away, or when it is disposed.
+    @Test(arguments: [false, true])
+    func everyStartOfAPropertysProducerReleasesWhatItWasGivenWhenTheRunEndsThoughItsDisposableIsKept(
+        disposed: Bool
+    ) {
+        let starts: [(SignalProducer<Int, Never>, Tracked) -> any Disposable] = [
+            { producer, tracked in producer.startWithValues { _ in _ = tracked } },
+            { producer, tracked in producer.start { _ in _ = tracked } },
+            { producer, tracked in producer.start(Signal.Observer(value: { _ in _ = tracked })) },
+            { producer, tracked in producer.map { $0 }.startWithValues { _ in _ = tracked } },
+        ]
+        for (index, start) in starts.enumerated() {
+            var property: MutableProperty<Int>? = MutableProperty(0)
+            weak var weakTracked: Tracked?
+            var disposable: (any Disposable)?
+            do {
+                let tracked = Tracked()
+                weakTracked = tracked
+                disposable = start(property!.producer, tracked)
+            }
+            #expect(weakTracked != nil, "start \(index)")
+            if disposed {
+                disposable?.dispose()
+                #expect(weakTracked == nil, "start \(index)")
+                #expect(disposable?.isDisposed == true, "start \(index)")
+            }
+            property = nil
+            #expect(weakTracked == nil, "start \(index)")
+            // A run that ended with the property was not disposed.
+            #expect(disposable?.isDisposed == disposed, "start \(index)")
+        }
+    }
+
     @Test func mutablePropertyReleasesItsValues() {
         var released: [Int] = []
         do {

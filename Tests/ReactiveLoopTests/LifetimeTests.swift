@@ -246,7 +246,10 @@ struct LifetimeAttachmentTests {
         let values = Box<[Int]>([])
         let runs = [
             SignalProducer(signal).startWithValues { value in values.modify { $0.append(value) } },
-            property.producer.startWithValues { value in values.modify { $0.append(value) } },
+            // Not `startWithValues`, which makes no run on a property's producer.
+            property.producer.start { event in
+                if case let .value(value) = event { values.modify { $0.append(value) } }
+            },
         ]
         for run in runs {
             #expect((run as? Lifetime)?._state.load(ordering: .relaxed) == 0)

@@ -140,4 +140,111 @@ struct MutablePropertyTests {
         #expect(late.values == [2, 3])
         #expect(property.value == 3)
     }
+
+    /// Every way of starting a property's producer: `startWithValues` takes a path of its own
+    /// (no run, sink or observer), the others go through a run.
+    static func start(
+        _ kind: Int, _ producer: SignalProducer<Int, Never>, _ action: @escaping (Int) -> Void
+    ) -> any Disposable {
+        switch kind {
+        case 0: producer.startWithValues(action)
+        case 1: producer.start(Signal.Observer(value: action))
+        default: producer.start { if case let .value(value) = $0 { action(value) } }
+        }
+    }
+
+    static let starts = 0..<3
+
+    /// Regression: a change made from inside the delivery of the current value was delivered
+    /// to the property's other observers, but not to the run that made it.
+    @Test(arguments: starts)
+    func aChangeMadeWhileTheCurrentValueIsDeliveredReachesTheRunThatMadeIt(start: Int) {
+        let property = MutableProperty(0)
+        let other = Recorder<Int, Never>()
+        property.signal.observe(other.observer)
+        let seen = Box<[Int]>([])
+        let disposable = Self.start(start, property.producer) { value in
+            seen.value.append(value)
+            if value == 0 { property.value = 5 }
+        }
+        property.value = 6
+        #expect(seen.value == [0, 5, 6])
+        #expect(other.values == [5, 6])
+        disposable.dispose()
+    }
+
+    @Test(arguments: starts)
+    func aRunStartedFromInsideADeliveryAfterAReentrantSetSeesTheNewestValueOnce(start: Int) {
+        let property = MutableProperty(0)
+        let seen = Box<[Int]>([])
+        var disposable: (any Disposable)?
+        property.signal.observeValues { value in
+            guard value == 1 else { return }
+            property.value = 2
+            disposable = Self.start(start, property.producer) { seen.value.append($0) }
+        }
+        property.value = 1
+        property.value = 3
+        #expect(seen.value == [2, 3])
+        disposable?.dispose()
+        property.value = 4
+        #expect(seen.value == [2, 3])
+    }
+
+    @Test(arguments: starts)
+    func disposingARunFromInsideItsOwnDeliveryStopsIt(start: Int) {
+        let property = MutableProperty(0)
+        let seen = Box<[Int]>([])
+        let holder = Box<(any Disposable)?>(nil)
+        holder.value = Self.start(start, property.producer) { value in
+            seen.value.append(value)
+            if value == 1 { holder.value?.dispose() }
+        }
+        property.value = 1
+        property.value = 2
+        #expect(seen.value == [0, 1])
+        #expect(holder.value?.isDisposed == true)
+    }
+
+    @Test(arguments: starts)
+    func aRunStartedAfterThePropertyWentAwaySendsTheLastValueAndEnds(start: Int) {
+        var property: MutableProperty<Int>? = MutableProperty(0)
+        property!.value = 7
+        let producer = property!.producer
+        property = nil
+        weak var weakTracked: Tracked?
+        let seen = Box<[Int]>([])
+        var disposable: (any Disposable)?
+        do {
+            let tracked = Tracked()
+            weakTracked = tracked
+            disposable = Self.start(start, producer) { value in
+                _ = tracked
+                seen.value.append(value)
+            }
+        }
+        #expect(seen.value == [7])
+        #expect(weakTracked == nil)
+        #expect(disposable?.isDisposed == false)
+        disposable?.dispose()
+        #expect(disposable?.isDisposed == true)
+    }
+
+    @Test func startWithValuesOnAReadOnlyOrDerivedPropertySeesTheCurrentValueThenChanges() {
+        let source = MutableProperty(1)
+        let readOnly = Property(source)
+        let derived = source.map { $0 * 10 }
+        let fromReadOnly = Box<[Int]>([])
+        let fromDerived = Box<[Int]>([])
+        let runs = [
+            source.producer.startWithValues { _ in },
+            readOnly.producer.startWithValues { fromReadOnly.value.append($0) },
+            derived.producer.startWithValues { fromDerived.value.append($0) },
+        ]
+        // Each is a registration on the property's core, with no run object around it.
+        #expect(runs.allSatisfy { $0 is _Unsubscriber<Int, Never> })
+        source.value = 2
+        #expect(fromReadOnly.value == [1, 2])
+        #expect(fromDerived.value == [10, 20])
+    }
 }

@@ -16,6 +16,13 @@ final class Recorder<Value, Error: Swift.Error>: @unchecked Sendable {
 
 @Suite("SignalProducer")
 struct SignalProducerTests {
+    /// A producer is its run closure and one word saying what else is known of it (a concat
+    /// chain, a property's source): three words, copied by every operator.
+    @Test func aProducerIsThreeWords() {
+        #expect(MemoryLayout<SignalProducer<Int, Never>>.size == 3 * MemoryLayout<Int>.size)
+        #expect(MemoryLayout<SignalProducer<String, TestError>>.size == 3 * MemoryLayout<Int>.size)
+    }
+
     @Test func everyStartRunsTheStartHandlerAnew() {
         let starts = Box(0)
         let producer = SignalProducer<Int, Never> { observer, _ in

@@ -142,6 +142,47 @@ struct StressTests {
         _ = delivered
     }
 
+    /// `startWithValues` on a property's producer registers on the core directly: a start on
+    /// one thread while another sets loses nothing and repeats nothing, and a disposal racing
+    /// the property's release lets go of the closure once, whichever wins.
+    @Test func propertyStartWithValuesRacingSetsDisposalAndRelease() {
+        for _ in 0..<200 {
+            var property: MutableProperty<Int>? = MutableProperty(0)
+            let producer = property!.producer
+            let seen = Box<[Int]>([])  // Confined to the property's serial delivery.
+            weak var weakTracked: Tracked?
+            let started = DispatchSemaphore(value: 0)
+            let done = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async { [weak property] in
+                started.wait()
+                for value in 1...50 { property?.value = value }
+                done.signal()
+            }
+            nonisolated(unsafe) let disposable: any Disposable  // Disposables are thread safe.
+            do {
+                let tracked = Tracked()
+                weakTracked = tracked
+                started.signal()
+                disposable = producer.startWithValues { value in
+                    _ = tracked
+                    seen.value.append(value)
+                }
+            }
+            done.wait()
+            #expect(seen.value.last == 50)
+            #expect(zip(seen.value, seen.value.dropFirst()).allSatisfy { $0 + 1 == $1 })
+            let disposer = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                disposable.dispose()
+                disposer.signal()
+            }
+            property = nil
+            disposer.wait()
+            #expect(weakTracked == nil)
+            #expect(disposable.isDisposed)
+        }
+    }
+
     @Test func flattenMergeWithInnerProducersCompletingOnOtherThreads() {
         let inners = 200
         let perInner = 50

@@ -128,12 +128,8 @@ final class _PropertyStorage<Value>: ManagedBuffer<Value, UInt64> {
 
     func complete() { core.send(.completed) }
 
-    /// The current value, then every change, with nothing lost or repeated in between: the
-    /// value is read and the observer registered under delivery ownership.
-    ///
-    /// Started from inside a delivery of this property, after a reentrant change, the current
-    /// value already includes the changes still queued for delivery; the core registers the
-    /// new observer behind them, so it sees the newest value once, not twice.
+    /// The current value, then every change, with nothing lost or repeated in between (see
+    /// `_PropertySource`).
     ///
     /// - Parameter signal: The property's signal handle, which the producer keeps alive so that
     ///   the streams outlive the property object for as long as the producer is held.
@@ -142,14 +138,67 @@ final class _PropertyStorage<Value>: ManagedBuffer<Value, UInt64> {
     /// run unspecialized makes a context for each closure it forms, for the type's metadata).
     @inlinable
     func producer(keeping signal: Signal<Value, Never>) -> SignalProducer<Value, Never> {
-        SignalProducer { [self, signal] observer, lifetime in
-            _ = signal
-            withCore { core in
-                let owned = core.beginExclusive()
-                observer.send(value: value)
-                lifetime._attachDisposing(core.observe(observer, ifTerminated: .completed))
-                core.endExclusive(delivering: nil, owned: owned)
-            }
+        let source = _PropertySource(storage: self, signal: signal)
+        return SignalProducer(
+            ._serialized { [source] sink, lifetime in source.run(sink.input, lifetime) }, shape: .property(source))
+    }
+}
+
+/// What a property's producer starts from: the storage, and the signal handle it keeps.
+///
+/// A run registers its observer and sends the current value under the core's delivery
+/// ownership, so that no change is lost or repeated in between. Registering first means a
+/// change made from inside the delivery of the current value is queued behind it, and reaches
+/// the new observer too. Started from inside a delivery of this property, after a reentrant
+/// change, the current value already includes the changes still queued for delivery; the
+/// observer is registered behind them, so it sees the newest value once, not twice.
+///
+/// `startWithValues` on the producer calls `startValues(_:)`, which registers the closure on
+/// the core with no run, sink or observer around it: the disposable it returns is the one a
+/// signal observation returns, and lets go of the closure when the property's streams end.
+@usableFromInline
+final class _PropertySource<Value> {
+    @usableFromInline let storage: _PropertyStorage<Value>
+    @usableFromInline let signal: Signal<Value, Never>
+
+    @inlinable
+    init(storage: _PropertyStorage<Value>, signal: Signal<Value, Never>) {
+        self.storage = storage
+        self.signal = signal
+    }
+
+    /// One run of the producer, delivering to `observer` (a run's serializing sink) until
+    /// `lifetime` ends or the property's streams complete.
+    @inlinable
+    func run(_ observer: Signal<Value, Never>.Observer, _ lifetime: Lifetime) {
+        storage.withCore { core in
+            let owned = core.beginExclusive()
+            defer { core.endExclusive(delivering: nil, owned: owned) }
+            let subscription = _Subscription<Value, Never>(observer)
+            let enrolled = core.enroll(subscription, ifTerminated: nil)
+            observer.send(value: storage.value)
+            guard enrolled else { return observer.sendCompleted() }
+            lifetime._attachDisposing(_Unsubscriber(core: core, subscription: subscription))
+        }
+    }
+
+    /// `startWithValues(action)` on the producer: the current value, then every change, to
+    /// `action`, until the returned disposable is disposed or the property's streams complete.
+    @inlinable
+    func startValues(_ action: @escaping (Value) -> Void) -> any Disposable {
+        storage.withCore { core in
+            let owned = core.beginExclusive()
+            defer { core.endExclusive(delivering: nil, owned: owned) }
+            // The subscription and its disposable refer to each other until one of them ends it:
+            // the disposable when disposed, the subscription when the signal ends.
+            let unsubscriber = _Unsubscriber<Value, Never>(core: core, subscription: nil)
+            let subscription = _Subscription<Value, Never>(
+                values: action, others: { [unsubscriber] _ in unsubscriber.signalEnded() })
+            unsubscriber.subscription = subscription
+            let enrolled = core.enroll(subscription, ifTerminated: nil)
+            action(storage.value)
+            if !enrolled { unsubscriber.signalEnded() }
+            return unsubscriber
         }
     }
 }

@@ -297,6 +297,14 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
     /// Registers `subscription`, or sends it `rejection` if the signal had terminated.
     @inlinable
     func register(_ subscription: Subscription, ifTerminated rejection: Event) -> (any Disposable)? {
+        guard enroll(subscription, ifTerminated: rejection) else { return nil }
+        return _Unsubscriber(core: self, subscription: subscription)
+    }
+
+    /// Registers `subscription` and returns `true`, or returns `false` if the signal had
+    /// terminated, after sending it `rejection` if there is one.
+    @inlinable
+    func enroll(_ subscription: Subscription, ifTerminated rejection: Event?) -> Bool {
         // From inside a delivery with events queued: take a place in the queue behind them.
         // (The queue is read only once ownership is known.)
         let behindQueued = isOwner(_currentThreadID()) && queueHead < queue.count
@@ -311,15 +319,15 @@ final class _SignalCore<Value, Error: Swift.Error>: _SerialDelivery {
         }
         stateLock.unlock()
         guard accepted else {
-            subscription.action(rejection)
-            return nil
+            if let rejection { subscription.action(rejection) }
+            return false
         }
         if behindQueued {
             queue.append(.registration(subscription))
         } else {
             applyPostedIfIdle()
         }
-        return _Unsubscriber(core: self, subscription: subscription)
+        return true
     }
 
     @inlinable
@@ -416,18 +424,26 @@ struct _SubscriptionList<Value, Error: Swift.Error> {
 ///
 /// Until then it keeps the subscription, even after the signal terminated: stateful operators
 /// keep their upstream's disposable in their own lifetime, and rely on it to keep the adapter
-/// (and the output's input it holds) for as long as they can still send.
+/// (and the output's input it holds) for as long as they can still send. A run that ends with
+/// its signal (a property's values started without an observer) lets go of it at the end
+/// instead: see `signalEnded()`.
 ///
 /// One allocation where a closure-based disposable with a weak capture took three.
 @usableFromInline
 final class _Unsubscriber<Value, Error: Swift.Error>: _LifetimeEndHandler, Disposable {
-    @usableFromInline let state = Synchronization.Atomic<Bool>(false)
+    /// `disposedBit` once `dispose()` was called, `endedBit` once `signalEnded()` was; whichever
+    /// is set first takes `subscription`.
+    @usableFromInline let state = Synchronization.Atomic<UInt8>(0)
     @usableFromInline weak var core: _SignalCore<Value, Error>?
-    // Written in init, read and cleared only by the one caller that wins `state`.
+    // Set before the subscription is registered; read and cleared only by the one caller that
+    // sets the first bit of `state`.
     @usableFromInline var subscription: _Subscription<Value, Error>?
 
+    @inlinable static var disposedBit: UInt8 { 1 }
+    @inlinable static var endedBit: UInt8 { 2 }
+
     @inlinable
-    init(core: _SignalCore<Value, Error>, subscription: _Subscription<Value, Error>) {
+    init(core: _SignalCore<Value, Error>, subscription: _Subscription<Value, Error>?) {
         self.core = core
         self.subscription = subscription
         super.init()
@@ -441,16 +457,25 @@ final class _Unsubscriber<Value, Error: Swift.Error>: _LifetimeEndHandler, Dispo
 
     /// Whether `dispose()` has been called.
     @inlinable
-    var isDisposed: Bool { state.load(ordering: .acquiring) }
+    var isDisposed: Bool { state.load(ordering: .acquiring) & Self.disposedBit != 0 }
 
-    /// Removes the subscription on the first call; later calls do nothing.
+    /// Removes the subscription on the first call; later calls do nothing, and neither does a
+    /// call after `signalEnded()` (beyond `isDisposed`).
     @inlinable
     func dispose() {
-        guard state.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-        else { return }
+        guard state.bitwiseOr(Self.disposedBit, ordering: .acquiringAndReleasing).oldValue == 0 else { return }
         let subscription = self.subscription.unsafelyUnwrapped
         self.subscription = nil
         core?.remove(subscription)
+    }
+
+    /// The signal delivered its terminal event to the subscription (or refused it, having
+    /// terminated): lets go of the subscription, so that a disposable kept after the end does
+    /// not keep the closures. `isDisposed` stays `false`, as for a run that ended by itself.
+    @inlinable
+    func signalEnded() {
+        guard state.bitwiseOr(Self.endedBit, ordering: .acquiringAndReleasing).oldValue == 0 else { return }
+        subscription = nil
     }
 }
 
