@@ -607,6 +607,13 @@ public struct SeriesTable: Sendable {
         fileprivate var carried: [Totals] = []
         /// How many tables the last merge took.
         fileprivate var tables = 0
+        /// How many copies `last` holds.
+        fileprivate var lastCopies = 0
+        /// Whether a table of the last merge removed some of its series after it.
+        fileprivate var lastRemovedSome = false
+        /// How many series carried totals at the last merge (at least: a removal by
+        /// `removeUnfound` does not lower it).
+        fileprivate var carrying = 0
 
         fileprivate struct Totals: Sendable, Equatable {
             var total: Double
@@ -636,6 +643,7 @@ public struct SeriesTable: Sendable {
             if self.tables != width {
                 // Positions are other tables now: what each counted before is not comparable.
                 last = [Copy?](repeating: nil, count: merged.count * width)
+                lastCopies = 0
                 self.tables = width
             }
             merged.startMerge(of: tables)
@@ -644,6 +652,9 @@ public struct SeriesTable: Sendable {
             var maps = [[Int32]]()
             maps.reserveCapacity(width)
             var foundCount = 0
+            // The copies of this merge that were copies of the same series at the last, and
+            // all of this merge's.
+            var (continuing, copies) = (0, 0)
             // Whether the table that goes on from each removed some of its series.
             var removedSome = [Bool](repeating: false, count: width)
             for (position, table) in tables.enumerated() {
@@ -682,6 +693,8 @@ public struct SeriesTable: Sendable {
                             now[index * width + position] = Copy(
                                 totals: Totals(total: table.sums[series].total, totalSum: table.totalSum[series]),
                                 removed: removed)
+                            copies += 1
+                            if last[index * width + position] != nil { continuing += 1 }
                         }
                         mapped[series] = Int32(index)
                     }
@@ -692,7 +705,15 @@ public struct SeriesTable: Sendable {
             for (position, table) in tables.enumerated() {
                 merged.takeSamples(of: table, mapped: maps[position])
             }
-            carryTotals(now)
+            // Nothing to carry when every copy of the last merge goes on, none was removed, and
+            // no series carried anything: the usual flush.
+            if continuing < lastCopies || lastRemovedSome || carrying > 0 {
+                carryTotals(now)
+            } else {
+                last = now
+            }
+            lastCopies = copies
+            lastRemovedSome = removedSome.contains(true)
             // The tables that go on removed the series they let expire, and their later series
             // moved down as many places.
             for (position, table) in tables.enumerated() where removedSome[position] {
@@ -730,6 +751,7 @@ public struct SeriesTable: Sendable {
         /// table's copies (`now`, at `index * tables + position`) for the next merge.
         private mutating func carryTotals(_ now: [Copy?]) {
             let width = tables
+            carrying = 0
             for index in 0..<merged.count {
                 let kind = merged.kind(index)
                 guard kind != .gauge && kind != .set else { continue }
@@ -757,6 +779,7 @@ public struct SeriesTable: Sendable {
                 if carried != self.carried[index] { self.carried[index] = carried }
                 // Most series carry nothing.
                 guard carried.total != 0 || carried.totalSum != 0 else { continue }
+                carrying += 1
                 merged.sums[index].total = Swift.min(
                     merged.sums[index].total + carried.total, .greatestFiniteMagnitude)
                 merged.totalSum[index] = Swift.max(

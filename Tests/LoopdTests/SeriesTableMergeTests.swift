@@ -202,6 +202,32 @@ struct SeriesTableMergeTests {
         #expect(readers.total() == 11)
     }
 
+    /// A table at a position that no longer holds a copy it held at the last merge, though it
+    /// did not let it expire (another table in its place, here a new reader's): what the copy
+    /// counted stays, as for one that expired.
+    @Test func aCopyGoneWithoutExpiringKeepsWhatItCounted() {
+        let a = Ingest(maxLineLength: 1024, maxSeries: 10)
+        var b = Ingest(maxLineLength: 1024, maxSeries: 10)
+        var state = SeriesTable.MergeState()
+        func total() -> Double? {
+            let table = SeriesTable.merging(
+                [a.endInterval(expireAfter: 0), b.endInterval(expireAfter: 0)], state: &state)
+            let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+            return flush.summaries().first { flush.name($0.series).elementsEqual("c".utf8) }?.total
+        }
+        feed(a, "c:1|c")
+        feed(b, "c:4|c")
+        #expect(total() == 5)
+        #expect(total() == 5)
+        // b is replaced by a reader that has not seen `c`, at the same interval.
+        b = Ingest(maxLineLength: 1024, maxSeries: 10)
+        for _ in 0..<2 { _ = b.endInterval(expireAfter: 0) }
+        feed(a, "c:1|c")
+        #expect(total() == 6)
+        feed(a, "c:1|c")
+        #expect(total() == 7)
+    }
+
     @Test func aSeriesThatExpiredInEveryTableStartsFromZeroWhenItComesBack() {
         let readers = TwoReaders()
         feed(readers.a, "c:1|c")
