@@ -172,13 +172,16 @@ struct SeriesTableMergeTests {
     /// with a state kept from one merge to the next.
     final class TwoReaders {
         let a = Ingest(maxLineLength: 1024, maxSeries: 10)
-        let b = Ingest(maxLineLength: 1024, maxSeries: 10)
+        var b = Ingest(maxLineLength: 1024, maxSeries: 10)
         var state = SeriesTable.MergeState()
+        let expireAfter: UInt32
+
+        init(expireAfter: UInt32 = 2) { self.expireAfter = expireAfter }
 
         /// Ends both intervals and merges them: counter `c`'s total since creation.
         func total() -> Double? {
             let table = SeriesTable.merging(
-                [a.endInterval(expireAfter: 2), b.endInterval(expireAfter: 2)], state: &state)
+                [a.endInterval(expireAfter: expireAfter), b.endInterval(expireAfter: expireAfter)], state: &state)
             let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
             return flush.summaries().first { flush.name($0.series).elementsEqual("c".utf8) }?.total
         }
@@ -206,26 +209,18 @@ struct SeriesTableMergeTests {
     /// did not let it expire (another table in its place, here a new reader's): what the copy
     /// counted stays, as for one that expired.
     @Test func aCopyGoneWithoutExpiringKeepsWhatItCounted() {
-        let a = Ingest(maxLineLength: 1024, maxSeries: 10)
-        var b = Ingest(maxLineLength: 1024, maxSeries: 10)
-        var state = SeriesTable.MergeState()
-        func total() -> Double? {
-            let table = SeriesTable.merging(
-                [a.endInterval(expireAfter: 0), b.endInterval(expireAfter: 0)], state: &state)
-            let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
-            return flush.summaries().first { flush.name($0.series).elementsEqual("c".utf8) }?.total
-        }
-        feed(a, "c:1|c")
-        feed(b, "c:4|c")
-        #expect(total() == 5)
-        #expect(total() == 5)
+        let readers = TwoReaders(expireAfter: 0)
+        feed(readers.a, "c:1|c")
+        feed(readers.b, "c:4|c")
+        #expect(readers.total() == 5)
+        #expect(readers.total() == 5)
         // b is replaced by a reader that has not seen `c`, at the same interval.
-        b = Ingest(maxLineLength: 1024, maxSeries: 10)
-        for _ in 0..<2 { _ = b.endInterval(expireAfter: 0) }
-        feed(a, "c:1|c")
-        #expect(total() == 6)
-        feed(a, "c:1|c")
-        #expect(total() == 7)
+        readers.b = Ingest(maxLineLength: 1024, maxSeries: 10)
+        for _ in 0..<2 { _ = readers.b.endInterval(expireAfter: 0) }
+        feed(readers.a, "c:1|c")
+        #expect(readers.total() == 6)
+        feed(readers.a, "c:1|c")
+        #expect(readers.total() == 7)
     }
 
     @Test func aSeriesThatExpiredInEveryTableStartsFromZeroWhenItComesBack() {
