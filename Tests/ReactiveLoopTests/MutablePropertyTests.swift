@@ -230,21 +230,81 @@ struct MutablePropertyTests {
         #expect(disposable?.isDisposed == true)
     }
 
-    @Test func startWithValuesOnAReadOnlyOrDerivedPropertySeesTheCurrentValueThenChanges() {
+    @Test func startWithValuesOnEveryKindOfPropertySeesTheCurrentValueThenChanges() {
         let source = MutableProperty(1)
-        let readOnly = Property(source)
+        let view = Property(source)
+        let captured = Property(capturing: source)
         let derived = source.map { $0 * 10 }
-        let fromReadOnly = Box<[Int]>([])
+        let fromView = Box<[Int]>([])
+        let fromCaptured = Box<[Int]>([])
         let fromDerived = Box<[Int]>([])
         let runs = [
             source.producer.startWithValues { _ in },
-            readOnly.producer.startWithValues { fromReadOnly.value.append($0) },
+            view.producer.startWithValues { fromView.value.append($0) },
+            captured.producer.startWithValues { fromCaptured.value.append($0) },
             derived.producer.startWithValues { fromDerived.value.append($0) },
         ]
         // Each is a registration on the property's core, with no run object around it.
         #expect(runs.allSatisfy { $0 is _Unsubscriber<Int, Never> })
         source.value = 2
-        #expect(fromReadOnly.value == [1, 2])
+        #expect(fromView.value == [1, 2])
+        #expect(fromCaptured.value == [1, 2])
         #expect(fromDerived.value == [10, 20])
+        // A read-only view of a storage its owner changes: an action's `isExecuting`.
+        let action = Action<Int, Int, Never> { SignalProducer(value: $0) }
+        let executing = Box<[Bool]>([])
+        let run = action.isExecuting.producer.startWithValues { executing.value.append($0) }
+        #expect(run is _Unsubscriber<Bool, Never>)
+        action.apply(1).start()
+        #expect(executing.value == [false, true, false])
+    }
+
+    /// Regression: a run started from inside a delivery, as the property went away (its
+    /// completion queued behind that delivery), ended with `interrupted`, which a property's
+    /// producer never sends.
+    @Test func aRunStartedBehindThePropertysQueuedCompletionCompletes() {
+        let holder = Box<MutableProperty<Int>?>(MutableProperty(0))
+        let storage = holder.value!.storage
+        let producer = holder.value!.producer
+        let recorder = Recorder<Int, Never>()
+        let values = Box<[Int]>([])
+        holder.value!.signal.observeValues { value in
+            guard value == 1 else { return }
+            // The last reference goes: the property completes its signal, after this delivery.
+            holder.value = nil
+            producer.start(recorder.observer)
+            producer.startWithValues { values.value.append($0) }
+        }
+        storage.set(1)
+        #expect(holder.value == nil)
+        #expect(recorder.events == [.value(1), .completed])
+        #expect(values.value == [1])
+    }
+
+    /// A derived property's producer started with `startWithValues`, kept by nothing but the
+    /// run: the run keeps the derived property's streams, which stop observing the source once
+    /// it is disposed.
+    @Test func disposingStartWithValuesOnADroppedDerivedPropertyStopsItsRunOnTheSource() {
+        let source = MutableProperty(1)
+        weak var weakTracked: Tracked?
+        let seen = Box<[Int]>([])
+        var derived: Property<Int>?
+        do {
+            let tracked = Tracked()
+            weakTracked = tracked
+            derived = source.map { value in
+                _ = tracked
+                return value * 10
+            }
+        }
+        let run = derived!.producer.startWithValues { seen.value.append($0) }
+        derived = nil
+        source.value = 2
+        #expect(seen.value == [10, 20])
+        #expect(weakTracked != nil)
+        run.dispose()
+        source.value = 3
+        #expect(seen.value == [10, 20])
+        #expect(weakTracked == nil, "the derived property's run on the source was disposed")
     }
 }

@@ -142,42 +142,42 @@ struct StressTests {
         _ = delivered
     }
 
-    /// `startWithValues` on a property's producer registers on the core directly: a start on
-    /// one thread while another sets loses nothing and repeats nothing, and a disposal racing
-    /// the property's release lets go of the closure once, whichever wins.
+    /// `startWithValues` on a property's producer registers on the core directly: a start in
+    /// the middle of another thread's sets loses nothing and repeats nothing, and a disposal
+    /// racing the property's release lets go of the closure once, whichever wins.
     @Test func propertyStartWithValuesRacingSetsDisposalAndRelease() {
         for _ in 0..<200 {
-            var property: MutableProperty<Int>? = MutableProperty(0)
-            let producer = property!.producer
+            let holder = Box<MutableProperty<Int>?>(MutableProperty(0))  // Released by one thread.
+            let producer = holder.value!.producer
             let seen = Box<[Int]>([])  // Confined to the property's serial delivery.
             weak var weakTracked: Tracked?
-            let started = DispatchSemaphore(value: 0)
+            let halfway = DispatchSemaphore(value: 0)
             let done = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async { [weak property] in
-                started.wait()
-                for value in 1...50 { property?.value = value }
+            DispatchQueue.global().async { [property = holder.value!] in
+                for value in 1...100 {
+                    property.value = value
+                    if value == 50 { halfway.signal() }
+                }
                 done.signal()
             }
             nonisolated(unsafe) let disposable: any Disposable  // Disposables are thread safe.
             do {
                 let tracked = Tracked()
                 weakTracked = tracked
-                started.signal()
+                halfway.wait()
                 disposable = producer.startWithValues { value in
                     _ = tracked
                     seen.value.append(value)
                 }
             }
             done.wait()
-            #expect(seen.value.last == 50)
+            #expect(seen.value.last == 100)
             #expect(zip(seen.value, seen.value.dropFirst()).allSatisfy { $0 + 1 == $1 })
-            let disposer = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async {
-                disposable.dispose()
-                disposer.signal()
+            // The setter's block may still hold the property for a moment: it goes when both
+            // have let go, racing the disposal either way.
+            DispatchQueue.concurrentPerform(iterations: 2) { side in
+                if side == 0 { disposable.dispose() } else { holder.value = nil }
             }
-            property = nil
-            disposer.wait()
             #expect(weakTracked == nil)
             #expect(disposable.isDisposed)
         }

@@ -140,7 +140,7 @@ final class _PropertyStorage<Value>: ManagedBuffer<Value, UInt64> {
     func producer(keeping signal: Signal<Value, Never>) -> SignalProducer<Value, Never> {
         let source = _PropertySource(storage: self, signal: signal)
         return SignalProducer(
-            ._serialized { [source] sink, lifetime in source.run(sink.input, lifetime) }, shape: .property(source))
+            ._serialized { [source] sink, lifetime in source.run(sink, lifetime) }, shape: .property(source))
     }
 }
 
@@ -167,17 +167,24 @@ final class _PropertySource<Value> {
         self.signal = signal
     }
 
-    /// One run of the producer, delivering to `observer` (a run's serializing sink) until
+    /// One run of the producer, delivering to `sink` (the run's serializing sink) until
     /// `lifetime` ends or the property's streams complete.
     @inlinable
-    func run(_ observer: Signal<Value, Never>.Observer, _ lifetime: Lifetime) {
+    func run(_ sink: _SerialSink<Value, Never>, _ lifetime: Lifetime) {
         storage.withCore { core in
             let owned = core.beginExclusive()
             defer { core.endExclusive(delivering: nil, owned: owned) }
-            let subscription = _Subscription<Value, Never>(observer)
+            // A property's producer completes, as its signal does: a registration that comes
+            // behind the signal's queued completion (started from inside a delivery, as the
+            // property went away) gets `interrupted` from the core, and passes on `completed`.
+            let subscription = _Subscription<Value, Never>(
+                values: { [sink] value in sink.send(value: value) },
+                others: { [sink] event in
+                    if case .interrupted = event { sink.send(.completed) } else { sink.send(event) }
+                })
             let enrolled = core.enroll(subscription, ifTerminated: nil)
-            observer.send(value: storage.value)
-            guard enrolled else { return observer.sendCompleted() }
+            sink.send(value: storage.value)
+            guard enrolled else { return sink.send(.completed) }
             lifetime._attachDisposing(_Unsubscriber(core: core, subscription: subscription))
         }
     }
