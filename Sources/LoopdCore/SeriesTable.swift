@@ -794,7 +794,9 @@ public struct SeriesTable: Sendable {
     /// `state` is the one the previous merge of the same readers left. The merged table is
     /// kept in `state` and updated in place by the next merge: a series keeps its index from
     /// one merge to the next (less the series before it that the merge removes), and a new one
-    /// comes last.
+    /// comes last. Tables are told apart by their position in `tables`: each reader's must keep
+    /// its position from one merge to the next (a change in their number starts the copies'
+    /// bookkeeping over, and what gone copies counted is not carried at that merge).
     public static func merging(_ tables: [SeriesTable], state: inout MergeState) -> SeriesTable {
         guard tables.count > 1 else { return merging(tables) }
         return state.merge(tables)

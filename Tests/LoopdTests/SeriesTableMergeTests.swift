@@ -206,8 +206,9 @@ struct SeriesTableMergeTests {
     }
 
     /// A table at a position that no longer holds a copy it held at the last merge, though it
-    /// did not let it expire (another table in its place, here a new reader's): what the copy
-    /// counted stays, as for one that expired.
+    /// did not let it expire (here a new table in its place): what the copy counted stays, as
+    /// for one that expired. (The merge knows tables by their position only: a new table that
+    /// holds the series is taken for the old one's copy going on.)
     @Test func aCopyGoneWithoutExpiringKeepsWhatItCounted() {
         let readers = TwoReaders(expireAfter: 0)
         feed(readers.a, "c:1|c")

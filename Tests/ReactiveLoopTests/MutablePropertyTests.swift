@@ -260,8 +260,8 @@ struct MutablePropertyTests {
     }
 
     /// Regression: a run started from inside a delivery, as the property went away (its
-    /// completion queued behind that delivery), ended with `interrupted`, which a property's
-    /// producer never sends.
+    /// completion queued behind that delivery), ended with `interrupted`: a property's producer
+    /// ends by itself with `completed` only (`interrupted` is for a run that is disposed).
     @Test func aRunStartedBehindThePropertysQueuedCompletionCompletes() {
         let holder = Box<MutableProperty<Int>?>(MutableProperty(0))
         let storage = holder.value!.storage

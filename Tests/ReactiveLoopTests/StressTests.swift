@@ -153,9 +153,11 @@ struct StressTests {
             weak var weakTracked: Tracked?
             let halfway = DispatchSemaphore(value: 0)
             let done = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async { [property = holder.value!] in
+            // Weakly: the block, which Dispatch releases some time after it ran, must not be
+            // the property's last owner.
+            DispatchQueue.global().async { [weak property = holder.value] in
                 for value in 1...100 {
-                    property.value = value
+                    property?.value = value
                     if value == 50 { halfway.signal() }
                 }
                 done.signal()
@@ -173,8 +175,7 @@ struct StressTests {
             done.wait()
             #expect(seen.value.last == 100)
             #expect(zip(seen.value, seen.value.dropFirst()).allSatisfy { $0 + 1 == $1 })
-            // The setter's block may still hold the property for a moment: it goes when both
-            // have let go, racing the disposal either way.
+            // The release of the property (its completion) races the disposal.
             DispatchQueue.concurrentPerform(iterations: 2) { side in
                 if side == 0 { disposable.dispose() } else { holder.value = nil }
             }
