@@ -26,6 +26,10 @@ public struct SignalProducer<Value, Error: Swift.Error> {
         /// A property's producer (the error type is then `Never`): `startWithValues` registers
         /// its closure on the property's signal core directly (see `_PropertySource`).
         case property(_PropertySource<Value>)
+        /// A producer whose run ends inside `_run`: every event is sent before `_run` returns,
+        /// and neither the observer nor the lifetime is kept past it (`SignalProducer(value:)`
+        /// and the like). `flatten` starts such an inner with an observer it reuses.
+        case immediate
     }
 
     /// Marks the internal initializer, so that a trailing closure never picks it.
@@ -82,10 +86,18 @@ public struct SignalProducer<Value, Error: Swift.Error> {
         Self(.run, body)
     }
 
+    /// A `_synchronous` producer whose run also ends inside the start: `body` sends every
+    /// event before it returns, and keeps neither the observer nor the lifetime (see
+    /// `_Shape.immediate`).
+    @inlinable
+    static func _immediate(_ body: @escaping (Signal<Value, Error>.Observer, Lifetime) -> Void) -> Self {
+        Self(Self(.run, body), shape: .immediate)
+    }
+
     /// A producer that sends `value`, then completes.
     @inlinable
     public init(value: Value) {
-        self = ._synchronous { observer, lifetime in
+        self = ._immediate { observer, lifetime in
             observer.send(value: value)
             if lifetime.hasEnded { return observer.sendInterrupted() }
             observer.sendCompleted()
@@ -95,7 +107,7 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     /// A producer that calls `action` on each start, sends its result and completes.
     @inlinable
     public init(_ action: @escaping () -> Value) {
-        self = ._synchronous { observer, lifetime in
+        self = ._immediate { observer, lifetime in
             observer.send(value: action())
             if lifetime.hasEnded { return observer.sendInterrupted() }
             observer.sendCompleted()
@@ -106,7 +118,7 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     /// failure fails the run.
     @inlinable
     public init(_ action: @escaping () -> Result<Value, Error>) {
-        self = ._synchronous { observer, lifetime in
+        self = ._immediate { observer, lifetime in
             Self._send(action(), to: observer, lifetime)
         }
     }
@@ -114,13 +126,13 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     /// A producer that fails with `error` at once.
     @inlinable
     public init(error: Error) {
-        self = ._synchronous { observer, _ in observer.send(error: error) }
+        self = ._immediate { observer, _ in observer.send(error: error) }
     }
 
     /// A producer that sends the success value and completes, or fails with the failure.
     @inlinable
     public init(result: Result<Value, Error>) {
-        self = ._synchronous { observer, lifetime in Self._send(result, to: observer, lifetime) }
+        self = ._immediate { observer, lifetime in Self._send(result, to: observer, lifetime) }
     }
 
     @inlinable
@@ -140,7 +152,7 @@ public struct SignalProducer<Value, Error: Swift.Error> {
     /// disposed part way stops iterating.
     @inlinable
     public init<S: Sequence>(_ values: S) where S.Element == Value {
-        self = ._synchronous { observer, lifetime in
+        self = ._immediate { observer, lifetime in
             for value in values {
                 observer.send(value: value)
                 if lifetime.hasEnded { return observer.sendInterrupted() }
@@ -157,7 +169,7 @@ public struct SignalProducer<Value, Error: Swift.Error> {
 
     /// A producer that completes at once.
     public static var empty: SignalProducer {
-        ._synchronous { observer, _ in observer.sendCompleted() }
+        ._immediate { observer, _ in observer.sendCompleted() }
     }
 
     /// A producer that never sends anything; its runs end only when disposed (`interrupted`).
@@ -172,7 +184,7 @@ extension SignalProducer where Error == Never {
     /// A producer that sends `value`, then completes.
     @inlinable
     public init(value: Value) {
-        self = ._synchronous { observer, lifetime in
+        self = ._immediate { observer, lifetime in
             observer.send(value: value)
             if lifetime.hasEnded { return observer.sendInterrupted() }
             observer.sendCompleted()
@@ -182,7 +194,7 @@ extension SignalProducer where Error == Never {
     /// A producer that sends the elements of `values` in order, then completes.
     @inlinable
     public init<S: Sequence>(_ values: S) where S.Element == Value {
-        self = ._synchronous { observer, lifetime in
+        self = ._immediate { observer, lifetime in
             for value in values {
                 observer.send(value: value)
                 if lifetime.hasEnded { return observer.sendInterrupted() }

@@ -297,6 +297,58 @@ struct ConcatTests {
     }
 }
 
+extension FlattenTests {
+    /// Inners that end inside their start (`SignalProducer(value:)`, of a sequence, of an
+    /// error) are started with an observer the flatten reuses: they deliver exactly what the
+    /// same inners behind an operator (which makes them ordinary) deliver, with inners added
+    /// and the whole disposed from inside deliveries.
+    @Test(arguments: FlattenStrategy.allForTests)
+    func immediateInnersDeliverWhatAnyInnerDoes(_ strategy: FlattenStrategy) {
+        func events(immediate: Bool) -> [Signal<Int, TestError>.Event] {
+            func inner(_ value: Int) -> SignalProducer<Int, TestError> {
+                let producer =
+                    value == 3
+                    ? SignalProducer<Int, TestError>(error: TestError(code: 3))
+                    : SignalProducer<Int, TestError>([value, value + 100])
+                return immediate ? producer : producer.map { $0 }
+            }
+            let (outer, outerInput) = Signal<Int, TestError>.pipe()
+            let recorder = Recorder<Int, TestError>()
+            let holder = Box<(any Disposable)?>(nil)
+            holder.value = outer.flatMap(strategy, inner).observe { event in
+                recorder.observer.send(event)
+                // From inside deliveries: more inners, then the disposal of the whole.
+                if case .value(1) = event { outerInput.send(value: 2) }
+                if case .value(102) = event { outerInput.send(value: 4) }
+                if case .value(104) = event { holder.value?.dispose() }
+            }
+            outerInput.send(value: 1)
+            outerInput.send(value: 5)
+            outerInput.send(value: 3)
+            outerInput.send(value: 6)
+            outerInput.sendCompleted()
+            return recorder.events
+        }
+        let expected = events(immediate: false)
+        #expect(events(immediate: true) == expected, "\(strategy)")
+        #expect(expected.count > 2, "\(strategy): the script delivers something")
+    }
+
+    /// The same from a producer's flatten, started many times in a row: each run has its own
+    /// reused observer.
+    @Test(arguments: FlattenStrategy.allForTests)
+    func immediateInnersOfAProducersFlattenStartedManyTimes(_ strategy: FlattenStrategy) {
+        let producer = SignalProducer<Int, Never>(1...50).flatMap(strategy) { SignalProducer(value: $0 * 2) }
+        let expected = SignalProducer<Int, Never>(1...50).flatMap(strategy) { SignalProducer(value: $0 * 2).map { $0 } }
+        for _ in 0..<3 {
+            let (got, wanted) = (Recorder<Int, Never>(), Recorder<Int, Never>())
+            producer.start(got.observer)
+            expected.start(wanted.observer)
+            #expect(got.events == wanted.events, "\(strategy)")
+        }
+    }
+}
+
 extension FlattenStrategy {
     /// Every strategy, for tests that must hold for each.
     static let allForTests: [FlattenStrategy] = [.merge, .concat, .latest, .race, .throttle, .concurrent(limit: 2)]

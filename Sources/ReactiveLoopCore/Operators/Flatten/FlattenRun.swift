@@ -27,10 +27,21 @@ final class _FlattenRun<Value, Error: Swift.Error> {
             self.run = run
         }
 
-        /// Runs `inner` as `run`, unless the run ended before its start.
+        /// Runs `inner` as `run`, unless the run ended before its start. `onStarter`: called
+        /// by the flatten's starter thread (see `_FlattenRun.run(_:)`), which may start an
+        /// immediate inner with the flatten's reused observer.
         @inlinable
-        func begin() {
+        func begin(onStarter: Bool) {
             guard !run.hasEnded else { return }
+            let flatten = run.flatten
+            if onStarter, case .immediate? = inner._shape {
+                // Its events all come before `_run` returns, on this thread: the reused
+                // observer sends them for the run named in `immediateRun`.
+                flatten.immediateRun = Unmanaged.passUnretained(run)
+                inner._run(flatten.immediateObserver, run)
+                flatten.immediateRun = nil
+                return
+            }
             inner._run(Signal.Observer { [run] event in run.flatten.inner(run, event) }, run)
         }
     }
@@ -59,6 +70,14 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     @usableFromInline @exclusivity(unchecked) var pending: ContiguousArray<Start> = []
     // Confined to the starter thread.
     @usableFromInline @exclusivity(unchecked) var pendingHead = 0
+    /// The inner run an immediate inner is being started as, while its `_run` runs (which
+    /// holds it): not retained, so that setting it and each event sent for it cost no
+    /// reference counting. Confined to the starter thread.
+    @usableFromInline @exclusivity(unchecked) var immediateRun: Unmanaged<InnerRun>?
+    /// The observer immediate inners are started with, made on first use: it sends for
+    /// `immediateRun`, so that such an inner (`SignalProducer(value:)` and the like, which
+    /// keep no observer) costs no observer of its own. Confined to the starter thread.
+    @usableFromInline @exclusivity(unchecked) var madeImmediateObserver: Signal<Value, Error>.Observer?
 
     @inlinable
     init(_ strategy: FlattenStrategy, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
@@ -152,6 +171,18 @@ final class _FlattenRun<Value, Error: Swift.Error> {
         if let start { run(start) }
     }
 
+    /// The observer immediate inners are started with (see `madeImmediateObserver`). It holds
+    /// this run unowned: this run holds it, and only this run's starts use it.
+    @inlinable
+    var immediateObserver: Signal<Value, Error>.Observer {
+        if let made = madeImmediateObserver { return made }
+        let made = Signal<Value, Error>.Observer { [unowned(unsafe) self] event in
+            immediateRun!._withUnsafeGuaranteedRef { inner($0, event) }
+        }
+        madeImmediateObserver = made
+        return made
+    }
+
     // Requires delivery ownership.
     @inlinable
     func admit(_ id: Int, _ inner: Inner) -> Start {
@@ -184,13 +215,13 @@ final class _FlattenRun<Value, Error: Swift.Error> {
             return
         }
         guard starter.compareExchange(expected: 0, desired: me, ordering: .acquiring).exchanged else {
-            return _Trampoline.run(owner: self) { start.begin() }
+            return _Trampoline.run(owner: self) { start.begin(onStarter: false) }
         }
-        start.begin()
+        start.begin(onStarter: true)
         while pendingHead < pending.count {
             let next = pending[pendingHead]
             pendingHead += 1
-            next.begin()
+            next.begin(onStarter: true)
         }
         pending.removeAll(keepingCapacity: true)
         pendingHead = 0
