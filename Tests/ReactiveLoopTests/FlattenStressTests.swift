@@ -36,6 +36,31 @@ struct FlattenStressTests {
         return (values.value, terminal.value)
     }
 
+    /// Inners that end inside their start (which flatten starts with one reused observer on
+    /// the thread that starts its inners) mixed with inners that complete on other threads,
+    /// whose completions start the next inners there while this thread sends more: inners are
+    /// started from several threads at once, and each runs once, whole.
+    @Test(arguments: [(FlattenStrategy.merge, false), (.concurrent(limit: 2), false), (.concat, true)])
+    func immediateInnersStartedFromSeveralThreadsEachRunOnce(_ strategy: FlattenStrategy, ordered: Bool) {
+        for _ in 0..<20 {
+            let (outer, outerInput) = Signal<Int, Never>.pipe()
+            let values = Box<[Int]>([])
+            let done = DispatchSemaphore(value: 0)
+            outer.flatMap(strategy) { index in
+                index % 2 == 0
+                    ? Self.inner(index * 10, count: 10) : SignalProducer<Int, Never>((index * 10)..<(index * 10 + 10))
+            }
+            .observe { event in
+                if case let .value(value) = event { values.modify { $0.append(value) } } else { done.signal() }
+            }
+            for index in 0..<200 { outerInput.send(value: index) }
+            outerInput.sendCompleted()
+            #expect(done.wait(timeout: .now() + 60) == .success)
+            #expect(values.value.sorted() == Array(0..<2_000))
+            if ordered { #expect(values.value == Array(0..<2_000)) }
+        }
+    }
+
     @Test func concatKeepsInnerOrderWithInnersOnOtherThreads() {
         let (values, terminal) = Self.run(
             SignalProducer<Int, Never>(0..<100).flatMap(.concat) { Self.inner($0 * 50, count: 50) })

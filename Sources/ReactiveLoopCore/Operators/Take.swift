@@ -104,7 +104,7 @@ extension SignalProducer {
     public func take(first count: Int) -> SignalProducer<Value, Error> {
         _require(count >= 0, "take(first:): count must be >= 0, got \(count)")
         // As in ReactiveSwift: taking nothing interrupts at once, without starting this producer.
-        guard count > 0 else { return ._synchronous { observer, _ in observer.sendInterrupted() } }
+        guard count > 0 else { return ._immediate { observer, _ in observer.sendInterrupted() } }
         return _lift(_Take.first(count))
     }
 

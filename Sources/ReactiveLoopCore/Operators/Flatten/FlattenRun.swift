@@ -38,8 +38,11 @@ final class _FlattenRun<Value, Error: Swift.Error> {
                 // Its events all come before `_run` returns, on this thread: the reused
                 // observer sends them for the run named in `immediateRun`.
                 flatten.immediateRun = Unmanaged.passUnretained(run)
+                defer { flatten.immediateRun = nil }
                 inner._run(flatten.immediateObserver, run)
-                flatten.immediateRun = nil
+                // An immediate producer keeps no observer (see `SignalProducer._Shape`).
+                assert(
+                    isKnownUniquelyReferenced(&flatten.madeImmediateObserver), "an immediate inner kept its observer")
                 return
             }
             inner._run(Signal.Observer { [run] event in run.flatten.inner(run, event) }, run)
