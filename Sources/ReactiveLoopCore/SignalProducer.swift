@@ -15,22 +15,7 @@ public struct SignalProducer<Value, Error: Swift.Error> {
 
     /// What operators and starts may know about this producer beyond its runs, or `nil`.
     @usableFromInline
-    let _shape: _Shape?
-
-    /// What a producer can be known to be, besides a recipe for runs.
-    @usableFromInline
-    enum _Shape {
-        /// A chain of `concat`/`prefix`/`then`: the parts, so that chaining onto it makes one
-        /// longer chain instead of nesting (see `_ConcatChain`).
-        case chain(_ConcatChain<Value, Error>)
-        /// A property's producer (the error type is then `Never`): `startWithValues` registers
-        /// its closure on the property's signal core directly (see `_PropertySource`).
-        case property(_PropertySource<Value>)
-        /// A producer whose run ends inside `_run`: every event is sent before `_run` returns,
-        /// and neither the observer nor the lifetime is kept past it (`SignalProducer(value:)`
-        /// and the like). `flatten` starts such an inner with an observer it reuses.
-        case immediate
-    }
+    let _shape: _ProducerShape?
 
     /// Marks the internal initializer, so that a trailing closure never picks it.
     @usableFromInline
@@ -42,9 +27,10 @@ public struct SignalProducer<Value, Error: Swift.Error> {
         self._shape = nil
     }
 
-    /// `producer`'s runs, known to have `shape`.
+    /// `producer`'s runs, known to have `shape` (whose object, if any, is of the type its case
+    /// names for this producer's `Value` and `Error`).
     @inlinable
-    init(_ producer: SignalProducer, shape: _Shape) {
+    init(_ producer: SignalProducer, shape: _ProducerShape) {
         self._run = producer._run
         self._shape = shape
     }
@@ -55,6 +41,20 @@ public struct SignalProducer<Value, Error: Swift.Error> {
             SignalProducer<SignalProducer<Value, Error>, Error>(chain.parts()).flatten(.concat)._run(observer, lifetime)
         }
         self._shape = .chain(chain)
+    }
+
+    /// The parts, if this producer is a chain of `concat`/`prefix`/`then`.
+    @inlinable
+    var _chain: _ConcatChain<Value, Error>? {
+        guard case let .chain(chain)? = _shape else { return nil }
+        return unsafeDowncast(chain, to: _ConcatChain<Value, Error>.self)
+    }
+
+    /// Whether this producer's run ends inside its start (see `_ProducerShape.immediate`).
+    @inlinable
+    var _isImmediate: Bool {
+        guard case .immediate? = _shape else { return false }
+        return true
     }
 
     /// Creates a producer that runs `startHandler` on every start, with a fresh input observer
@@ -88,7 +88,7 @@ public struct SignalProducer<Value, Error: Swift.Error> {
 
     /// A `_synchronous` producer whose run also ends inside the start: `body` sends every
     /// event before it returns, and keeps neither the observer nor the lifetime (see
-    /// `_Shape.immediate`).
+    /// `_ProducerShape.immediate`).
     @inlinable
     static func _immediate(_ body: @escaping (Signal<Value, Error>.Observer, Lifetime) -> Void) -> Self {
         Self(Self(.run, body), shape: .immediate)
@@ -217,6 +217,25 @@ extension SignalProducer where Error == any Swift.Error {
     public init(_ action: @escaping () throws -> Value) {
         self.init { () -> Result<Value, any Swift.Error> in Result { try action() } }
     }
+}
+
+/// What a producer can be known to be, besides a recipe for runs. Not generic: one layout for
+/// every producer type. Each case's object is of the type it names, for the producer's `Value`
+/// and `Error`.
+@usableFromInline
+enum _ProducerShape {
+    /// A chain of `concat`/`prefix`/`then` (a `_ConcatChain`): the parts, so that chaining
+    /// onto it makes one longer chain instead of nesting.
+    case chain(AnyObject)
+    /// A property's producer (a `_PropertySource`; the error type is then `Never`):
+    /// `startWithValues` registers its closure on the property's signal core directly, and
+    /// does not call `_run`. Only `_PropertyStorage.producer(keeping:)` makes one, with the
+    /// runs of the same source; an operator never passes a shape on to its result.
+    case property(AnyObject)
+    /// A producer whose run ends inside `_run`: every event is sent before `_run` returns, and
+    /// neither the observer nor the lifetime is kept past it (`SignalProducer(value:)` and the
+    /// like). `flatten` and `Action` start such a producer with an observer they reuse.
+    case immediate
 }
 
 extension SignalProducer: @unchecked Sendable {}  // Immutable; starting is thread safe.
@@ -546,7 +565,9 @@ extension SignalProducer where Error == Never {
     @inlinable
     public func startWithValues(_ action: @escaping (Value) -> Void) -> any Disposable {
         // A property's producer: the closure goes on the property's signal core itself.
-        if case let .property(source)? = _shape { return source.startValues(action) }
+        if case let .property(source)? = _shape {
+            return unsafeDowncast(source, to: _PropertySource<Value>.self).startValues(action)
+        }
         return _start(values: action) { _ in }
     }
 }

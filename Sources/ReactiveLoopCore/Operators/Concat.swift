@@ -86,7 +86,7 @@ final class _ConcatChain<Value, Error: Swift.Error> {
 
     /// The chain of `producer`: its own parts if it is a chain.
     convenience init(_ producer: SignalProducer<Value, Error>) {
-        if case let .chain(chain)? = producer._shape {
+        if let chain = producer._chain {
             self.init(node: chain.node)
         } else {
             self.init(node: .part(producer))

@@ -34,13 +34,13 @@ final class _FlattenRun<Value, Error: Swift.Error> {
         func begin(onStarter: Bool) {
             guard !run.hasEnded else { return }
             let flatten = run.flatten
-            if onStarter, case .immediate? = inner._shape {
+            if onStarter, inner._isImmediate {
                 // Its events all come before `_run` returns, on this thread: the reused
                 // observer sends them for the run named in `immediateRun`.
                 flatten.immediateRun = Unmanaged.passUnretained(run)
                 defer { flatten.immediateRun = nil }
                 inner._run(flatten.immediateObserver, run)
-                // An immediate producer keeps no observer (see `SignalProducer._Shape`).
+                // An immediate producer keeps no observer (see `_ProducerShape.immediate`).
                 assert(
                     isKnownUniquelyReferenced(&flatten.madeImmediateObserver), "an immediate inner kept its observer")
                 return
