@@ -34,12 +34,6 @@ public final class Action<Input, Output, Error: Swift.Error> {
     /// every producer and operator of the module ensures: an event after it would reach the
     /// next execution's run.
     @usableFromInline @exclusivity(unchecked) var _executionObserver: Signal<Output, ActionError<Error>>.Observer?
-    /// The observer an execution that ends inside its start (`SignalProducer(value:)` and the
-    /// like, see `_ProducerShape.immediate`) sends to, made on first use. It holds
-    /// nothing of one execution, so one serves them all; it holds the action unowned (the
-    /// action holds it, and such an execution is over before `_execute` returns). Read and
-    /// made only by the thread whose apply marked the action executing, as `_executionObserver`.
-    @usableFromInline @exclusivity(unchecked) var _madeImmediateObserver: Signal<Output, Error>.Observer?
     /// The property the action was created with: the action keeps it alive, as in ReactiveSwift.
     private let userState: AnyObject
     /// `isExecuting` and `isEnabled`, made the first time either is asked for: until then a
@@ -177,27 +171,12 @@ public final class Action<Input, Output, Error: Swift.Error> {
             disabledErrorsInput.send(value: ())
             return
         }
-        let producer = execute(value, input)
-        if producer._isImmediate {
-            return producer._run(_immediateObserver, lifetime)
-        }
         // The execution's observer holds the action, as ReactiveSwift's does, so that all of its
         // events reach `events`.
-        producer._run(
+        execute(value, input)._run(
             Signal<Output, Error>.Observer(
                 { [self] event in _executionReceive(event) }, values: { [self] value in _executionReceive(value) }),
             lifetime)
-    }
-
-    /// See `_madeImmediateObserver`.
-    @inlinable
-    var _immediateObserver: Signal<Output, Error>.Observer {
-        if let made = _madeImmediateObserver { return made }
-        let made = Signal<Output, Error>.Observer(
-            { [unowned(unsafe) self] event in _executionReceive(event) },
-            values: { [unowned(unsafe) self] value in _executionReceive(value) })
-        _madeImmediateObserver = made
-        return made
     }
 
     /// Forwards a value of the running execution to its run and to `events`.

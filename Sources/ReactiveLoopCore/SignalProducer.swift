@@ -234,7 +234,7 @@ enum _ProducerShape {
     case property(AnyObject)
     /// A producer whose run ends inside `_run`: every event is sent before `_run` returns, and
     /// neither the observer nor the lifetime is kept past it (`SignalProducer(value:)` and the
-    /// like). `flatten` and `Action` start such a producer with an observer they reuse.
+    /// like). `flatten` starts such a producer with an observer it reuses.
     case immediate
 }
 

@@ -219,42 +219,7 @@ struct ActionTests {
         #expect(!action.isExecuting.value)
     }
 
-    /// Executions that end inside their start (`SignalProducer(value:)`, of an error) send to
-    /// one observer the action reuses: runs, `events` and `isExecuting` see exactly what they
-    /// see for the same executions behind an operator (which makes them ordinary), with applies
-    /// from inside a value and from a completion handler, and a failing execution.
-    @Test func immediateExecutionsDeliverWhatAnyExecutionDoes() {
-        func script(immediate: Bool) -> [String] {
-            let action = Action<Int, Int, TestError> { input in
-                let producer =
-                    input < 0
-                    ? SignalProducer<Int, TestError>(error: TestError(code: input))
-                    : SignalProducer<Int, TestError>([input, input + 1])
-                return immediate ? producer : producer.map { $0 }
-            }
-            var log: [String] = []
-            action.events.observeValues { log.append("events \($0)") }
-            action.isExecuting.producer.startWithValues { log.append("executing \($0)") }
-            action.apply(1).start { event in
-                log.append("run 1 \(event)")
-                // Applied while executing: disabled.
-                if case .value(1) = event { action.apply(9).start { log.append("run 9 \($0)") } }
-                if event.isCompleted {
-                    action.apply(-3).start { event in
-                        log.append("run -3 \(event)")
-                        if event.isTerminating { action.apply(5).start { log.append("run 5 \($0)") } }
-                    }
-                }
-            }
-            return log
-        }
-        let expected = script(immediate: false)
-        #expect(script(immediate: true) == expected)
-        // The script reaches every run: the disabled one, the failing one, the one after it.
-        for run in ["run 9 ", "run -3 ", "run 5 "] { #expect(expected.contains { $0.hasPrefix(run) }, "\(run)") }
-    }
-
-    /// The observer reused by executions that end inside their start does not keep the action.
+    /// Executions that end inside their start leave nothing that keeps the action.
     @Test func anActionWhoseExecutionsEndInsideTheirStartGoesAwayWhenReleased() {
         weak var weakAction: Action<Int, Int, Never>?
         do {

@@ -317,7 +317,9 @@ extension FlattenTests {
                     value == 3
                     ? SignalProducer<Int, TestError>(error: TestError(code: 3))
                     : SignalProducer<Int, TestError>([value, value + 100])
-                return immediate ? producer : producer.map { $0 }
+                let made = immediate ? producer : producer.map { $0 }
+                #expect(made._isImmediate == immediate)
+                return made
             }
             let (outer, outerInput) = Signal<Int, TestError>.pipe()
             let recorder = Recorder<Int, TestError>()
