@@ -54,10 +54,12 @@ let package = Package(
         // standard library alone, so that scripts/fuzz-parser compiles all of it without the
         // package; loopd is the flags and the wiring on the loop.
         .target(name: "LoopdCore"),
+        // glibc's <malloc.h>, for the allocator setting loopd makes at start.
+        .systemLibrary(name: "CGlibcMalloc"),
         .executableTarget(
             name: "loopd",
             dependencies: [
-                "LoopdCore", "ReactiveLoopCore", "ReactiveLoopUV",
+                "LoopdCore", "ReactiveLoopCore", "ReactiveLoopUV", "CGlibcMalloc",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -67,7 +69,8 @@ let package = Package(
             name: "loopd-bench",
             dependencies: ["CLoadGen", "LoopdCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .testTarget(name: "LoopdTests", dependencies: ["LoopdCore", "loopd", "ReactiveLoopTestSupport"]),
+        .testTarget(
+            name: "LoopdTests", dependencies: ["LoopdCore", "loopd", "CGlibcMalloc", "ReactiveLoopTestSupport"]),
         .testTarget(
             name: "ReactiveLoopUVTests",
             dependencies: ["ReactiveLoop", "ReactiveLoopUV", "UVTestHost", "ReactiveLoopTestSupport"]),

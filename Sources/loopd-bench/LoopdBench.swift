@@ -173,6 +173,8 @@ protocol Server {
     var tableBytes: Int? { get }
     /// The process' resident memory now, in bytes.
     func residentBytes() -> Int
+    /// The most resident memory the server has had, in bytes.
+    func peakResidentBytes() -> Int
 }
 
 func freePort() -> Int {
@@ -191,9 +193,13 @@ func freePort() -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-func residentMemory(ofProcess pid: Int32) -> Int {
+/// The resident memory of process `pid`, in bytes (0 if it is gone).
+///
+/// - Parameter peak: the most it has been (`VmHWM`) instead of what it is now (`VmRSS`).
+func residentMemory(ofProcess pid: Int32, peak: Bool = false) -> Int {
+    let field = peak ? "VmHWM:" : "VmRSS:"
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) })
     else { return 0 }
     return (Int(line.split(separator: " ")[1]) ?? 0) * 1024
 }
@@ -264,6 +270,9 @@ struct LoopdServer: Server {
     }
 
     func residentBytes() -> Int { process.map { residentMemory(ofProcess: $0.processIdentifier) } ?? 0 }
+    func peakResidentBytes() -> Int {
+        process.map { residentMemory(ofProcess: $0.processIdentifier, peak: true) } ?? 0
+    }
 }
 
 /// collectd with its StatsD plugin, writing counters (cumulative `derive` values) with the CSV plugin.
@@ -328,6 +337,9 @@ struct CollectdServer: Server {
     }
 
     func residentBytes() -> Int { process.map { residentMemory(ofProcess: $0.processIdentifier) } ?? 0 }
+    func peakResidentBytes() -> Int {
+        process.map { residentMemory(ofProcess: $0.processIdentifier, peak: true) } ?? 0
+    }
 }
 
 // MARK: Compare
@@ -413,17 +425,19 @@ struct Memory: ParsableCommand {
     @Option(parsing: .upToNextOption) var series: [Int] = [10_000, 100_000]
     @Option(parsing: .upToNextOption) var targets: [String] = ["loopd", "collectd"]
     @Option var seconds = 10.0
+    @Option(help: "loopd's --readers (default: loopd's own, one per core).") var readers: Int?
 
     func run() throws {
         print(
-            "| target | series | resident at start (MiB) | resident, max over the run (MiB) | resident bytes per series over the empty process | table bytes per series |"
+            "| target | series | resident at start (MiB) | resident at most (MiB, `VmHWM`) | resident bytes per series over the empty process | table bytes per series | flush, median and longest (ms) |"
         )
-        print("|---|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for target in targets {
             for count in series {
                 var server: any Server =
                     target == "loopd"
-                    ? LoopdServer(binary: loopd, flushInterval: 1, udpBuffer: 8 << 20) : CollectdServer()
+                    ? LoopdServer(binary: loopd, flushInterval: 1, udpBuffer: 8 << 20, readers: readers)
+                    : CollectdServer()
                 let port = freePort()
                 try server.start(port: port, keys: count)
                 usleep(300_000)
@@ -436,10 +450,16 @@ struct Memory: ParsableCommand {
                     _ = generator.run(port: port, rate: Double(count), seconds: 1)
                     peak = max(peak, server.residentBytes())
                 }
-                _ = try server.stop()
+                // The sampled maximum misses what a flush holds between samples.
+                peak = max(peak, server.peakResidentBytes())
+                let flushes = try server.stop().flushMilliseconds
                 let table = server.tableBytes.map { "\($0 / count)" } ?? ""
+                let sorted = flushes.sorted()
+                let longest =
+                    sorted.isEmpty
+                    ? "" : String(format: "%.1f, %.1f", sorted[sorted.count / 2], sorted[sorted.count - 1])
                 print(
-                    "| \(target) | \(count) | \(String(format: "%.1f", Double(empty) / 1048576)) | \(String(format: "%.1f", Double(peak) / 1048576)) | \((peak - empty) / count) | \(table) |"
+                    "| \(target) | \(count) | \(String(format: "%.1f", Double(empty) / 1048576)) | \(String(format: "%.1f", Double(peak) / 1048576)) | \((peak - empty) / count) | \(table) | \(longest) |"
                 )
                 fflush(nil)
             }

@@ -13,6 +13,7 @@ import ReactiveLoopUV
 @main
 enum Loopd {
     static func main() {
+        AllocatorPolicy.apply()
         let options: CommandLineOptions
         do {
             options = try CommandLineOptions.parse(Array(CommandLine.arguments.dropFirst()))

@@ -98,6 +98,15 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
         return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
+    /// The most resident memory loopd has had (`VmHWM`), in bytes; nil once it has exited.
+    var peakResidentBytes: Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kibibytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return nil }
+        return kibibytes << 10
+    }
+
     func waitForExit(seconds: Double = 20) {
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning && Date() < deadline { usleep(2000) }
@@ -112,6 +121,15 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
         return try text.split(separator: "\n").map {
             try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
         }
+    }
+
+    /// The last flush written, parsed: for outputs too large to parse whole.
+    func lastFlush() throws -> [String: Any]? {
+        guard let data = try? Data(contentsOf: output) else { return nil }
+        let lines = data.split(separator: UInt8(ascii: "\n"))
+        // A line still being written (no newline yet) is not a flush yet.
+        guard let last = data.last == UInt8(ascii: "\n") ? lines.last : lines.dropLast().last else { return nil }
+        return try #require(try JSONSerialization.jsonObject(with: Data(last)) as? [String: Any])
     }
 
     /// Waits until the flushes report `lines` lines received in all.
