@@ -1,3 +1,10 @@
-// glibc's allocator settings and statistics (mallopt, mallinfo2), which the Glibc module
-// leaves out: loopd sets its mapping threshold at start (AllocatorPolicy.swift).
+// What loopd's allocator policy (AllocatorPolicy.swift) needs from glibc and the Glibc module
+// leaves out: the allocator's settings and statistics (mallopt, mallinfo2), and the auxiliary
+// vector's AT_SECURE.
+#ifndef LOOPD_CGLIBCMALLOC_SHIM_H
+#define LOOPD_CGLIBCMALLOC_SHIM_H
+
 #include <malloc.h>
+#include <sys/auxv.h>
+
+#endif

@@ -175,6 +175,8 @@ protocol Server {
     func residentBytes() -> Int
     /// The most resident memory the server has had, in bytes.
     func peakResidentBytes() -> Int
+    /// The process' minor page faults and CPU time (user + system, in clock ticks) so far.
+    func faultsAndTicks() -> (minorFaults: Int, ticks: Int)
 }
 
 func freePort() -> Int {
@@ -202,6 +204,20 @@ func residentMemory(ofProcess pid: Int32, peak: Bool = false) -> Int {
         let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) })
     else { return 0 }
     return (Int(line.split(separator: " ")[1]) ?? 0) * 1024
+}
+
+/// The minor page faults and the CPU time (user + system, in clock ticks) of process `pid` so
+/// far, from /proc/PID/stat; zeros if it is gone.
+func processFaultsAndTicks(_ pid: Int32) -> (minorFaults: Int, ticks: Int) {
+    // The fields after the command's closing parenthesis, from the state (field 3) on.
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let end = stat.lastIndex(of: ")")
+    else { return (0, 0) }
+    let fields = stat[stat.index(after: end)...].split(separator: " ")
+    // minflt is field 10, utime 14, stime 15: 7, 11 and 12 after the state.
+    guard fields.count > 12, let faults = Int(fields[7]), let user = Int(fields[11]), let system = Int(fields[12])
+    else { return (0, 0) }
+    return (faults, user + system)
 }
 
 /// Waits until something receives on UDP `port` (it appears in /proc/net/udp).
@@ -273,6 +289,9 @@ struct LoopdServer: Server {
     func peakResidentBytes() -> Int {
         process.map { residentMemory(ofProcess: $0.processIdentifier, peak: true) } ?? 0
     }
+    func faultsAndTicks() -> (minorFaults: Int, ticks: Int) {
+        process.map { processFaultsAndTicks($0.processIdentifier) } ?? (0, 0)
+    }
 }
 
 /// collectd with its StatsD plugin, writing counters (cumulative `derive` values) with the CSV plugin.
@@ -339,6 +358,9 @@ struct CollectdServer: Server {
     func residentBytes() -> Int { process.map { residentMemory(ofProcess: $0.processIdentifier) } ?? 0 }
     func peakResidentBytes() -> Int {
         process.map { residentMemory(ofProcess: $0.processIdentifier, peak: true) } ?? 0
+    }
+    func faultsAndTicks() -> (minorFaults: Int, ticks: Int) {
+        process.map { processFaultsAndTicks($0.processIdentifier) } ?? (0, 0)
     }
 }
 
@@ -429,9 +451,9 @@ struct Memory: ParsableCommand {
 
     func run() throws {
         print(
-            "| target | series | resident at start (MiB) | resident at most (MiB, `VmHWM`) | resident bytes per series over the empty process | table bytes per series | flush, median and longest (ms) |"
+            "| target | series | resident at start (MiB) | resident at most (MiB, `VmHWM`) | resident bytes per series over the empty process | table bytes per series | flush, median and longest (ms) | CPU per second of load after the first 2 (ms) | minor page faults per second of load after the first 2 |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for target in targets {
             for count in series {
                 var server: any Server =
@@ -445,21 +467,38 @@ struct Memory: ParsableCommand {
                 // Every series gets a line each second: 20 per datagram, at count metrics/s.
                 let generator = LoadGenerator(keys: count, perDatagram: 20)
                 var peak = 0
-                let deadline = now() + seconds
-                while now() < deadline {
+                let start = now()
+                // The first 2 s create the series and grow the tables; what follows is the
+                // steady state, a flush a second.
+                var steady: (at: Double, minorFaults: Int, ticks: Int)?
+                while now() < start + seconds {
                     _ = generator.run(port: port, rate: Double(count), seconds: 1)
                     peak = max(peak, server.residentBytes())
+                    if steady == nil && now() >= start + 2 {
+                        let counts = server.faultsAndTicks()
+                        steady = (now(), counts.minorFaults, counts.ticks)
+                    }
+                }
+                let ended = (now(), server.faultsAndTicks())
+                var steadyCosts = ("", "")
+                if let steady, ended.0 > steady.at {
+                    let elapsed = ended.0 - steady.at
+                    let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+                    steadyCosts = (
+                        String(format: "%.0f", Double(ended.1.ticks - steady.ticks) / ticksPerSecond * 1000 / elapsed),
+                        String(format: "%.0f", Double(ended.1.minorFaults - steady.minorFaults) / elapsed)
+                    )
                 }
                 // The sampled maximum misses what a flush holds between samples.
                 peak = max(peak, server.peakResidentBytes())
                 let flushes = try server.stop().flushMilliseconds
                 let table = server.tableBytes.map { "\($0 / count)" } ?? ""
                 let sorted = flushes.sorted()
-                let longest =
+                let flushTimes =
                     sorted.isEmpty
                     ? "" : String(format: "%.1f, %.1f", sorted[sorted.count / 2], sorted[sorted.count - 1])
                 print(
-                    "| \(target) | \(count) | \(String(format: "%.1f", Double(empty) / 1048576)) | \(String(format: "%.1f", Double(peak) / 1048576)) | \((peak - empty) / count) | \(table) | \(longest) |"
+                    "| \(target) | \(count) | \(String(format: "%.1f", Double(empty) / 1048576)) | \(String(format: "%.1f", Double(peak) / 1048576)) | \((peak - empty) / count) | \(table) | \(flushTimes) | \(steadyCosts.0) | \(steadyCosts.1) |"
                 )
                 fflush(nil)
             }

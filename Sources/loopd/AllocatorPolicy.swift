@@ -8,43 +8,73 @@ import CGlibcMalloc
 ///
 /// With many series, a flush makes and frees blocks of megabytes: the copies of each reader's
 /// per-interval columns, the merge's scratch, the summaries of the series and the formatted
-/// output; the tables' columns, which grow by doubling, are as large. glibc maps a block for
-/// itself (`mmap`) only while it is above its mapping threshold, which starts at 128 KiB and
-/// rises to the size of each mapped block freed, up to 32 MiB. After the first flush every
-/// such block came from the heap, where freed blocks between live ones stay resident: 100,000
-/// counter series over two readers peaked at 121 to 139 MiB, where they now peak at 89 to 94.
+/// output; a table's columns, which grow by doubling, are as large. glibc maps a block for
+/// itself (`mmap`) only when the heap has no free room for it and it is at least the mapping
+/// threshold. That threshold starts at 128 KiB, and whenever a mapped block larger than it is
+/// freed (up to 32 MiB), it rises to that block's size and the heap's trim threshold to twice
+/// that: from then on such blocks come from the heap, and the heap keeps its freed room
+/// instead of giving it back. With 100,000 counter series over two readers, that room made
+/// the process' peak 1.3 to 1.5 times what it is with the threshold fixed (see
+/// docs/performance.md, "Large blocks, mapped").
 ///
-/// loopd fixes the threshold at `mappingThreshold`, so that a large block is always mapped and
-/// goes back to the system when it is freed. The price is fresh pages: a flush's large blocks
-/// are mapped and their pages zeroed anew, 13 to 28 ms of CPU per flush of 100,000 series.
-/// No block on the path of a line is that large.
+/// loopd fixes the threshold at `mappingThreshold`, which also stops glibc from raising either
+/// threshold: a large block that finds no free room in the heap is mapped for itself and goes
+/// back to the system when it is freed. The price is fresh pages: a flush's large blocks are
+/// mapped and their pages zeroed anew at each flush.
 ///
-/// An operator who sets the threshold through glibc's environment (`GLIBC_TUNABLES` with
-/// `glibc.malloc.mmap_threshold`, or `MALLOC_MMAP_THRESHOLD_`) keeps that setting.
+/// An operator who sets the threshold through glibc's environment (`GLIBC_TUNABLES` with a
+/// `glibc.malloc.mmap_threshold=` entry, or a non-empty `MALLOC_MMAP_THRESHOLD_`) keeps that
+/// setting, except in secure mode (a set-user-ID or file-capability binary), where glibc ignores
+/// those variables and loopd fixes the threshold as usual.
 enum AllocatorPolicy {
     /// The size from which a block is mapped for itself: glibc's initial threshold, kept fixed.
     static let mappingThreshold: Int32 = 128 << 10
 
-    /// Whether the environment already sets glibc's mapping threshold, in which case loopd
-    /// leaves it as set.
-    ///
-    /// - Parameter environment: the variable's values, by name (only `GLIBC_TUNABLES` and
-    ///   `MALLOC_MMAP_THRESHOLD_` are read).
-    static func environmentSetsThreshold(_ environment: (String) -> String?) -> Bool {
-        if environment("MALLOC_MMAP_THRESHOLD_") != nil { return true }
-        guard let tunables = environment("GLIBC_TUNABLES") else { return false }
-        // A colon-separated list of name=value; glibc takes the last of a name.
-        return tunables.split(separator: ":").contains { entry in
-            entry.split(separator: "=", maxSplits: 1).first == "glibc.malloc.mmap_threshold"
-        }
+    /// What `apply` did.
+    enum Outcome: Equatable {
+        /// The threshold is fixed at `mappingThreshold`.
+        case fixed
+        /// The environment sets the threshold; loopd left it as set.
+        case leftToEnvironment
+        /// The allocator refused the setting (one that is not glibc's, as a sanitizer's).
+        case refused
     }
 
-    /// Fixes glibc's mapping threshold at `mappingThreshold` unless the environment sets it.
+    /// Whether the environment sets glibc's mapping threshold: an entry named
+    /// `glibc.malloc.mmap_threshold` with a value in `GLIBC_TUNABLES` (a colon-separated list of
+    /// name=value), or a non-empty `MALLOC_MMAP_THRESHOLD_`. Whether glibc accepts the value is
+    /// glibc's to decide; loopd leaves the threshold to it either way.
     ///
-    /// - Returns: whether it did (false also where the allocator refused the setting).
+    /// - Parameter environment: the variables' values, by name.
+    static func environmentSetsThreshold(_ environment: (String) -> String?) -> Bool {
+        if let alias = environment("MALLOC_MMAP_THRESHOLD_"), !alias.isEmpty { return true }
+        guard let tunables = environment("GLIBC_TUNABLES") else { return false }
+        return tunables.split(separator: ":").contains { $0.hasPrefix("glibc.malloc.mmap_threshold=") }
+    }
+
+    /// Fixes glibc's mapping threshold at `mappingThreshold` unless the environment sets it (and
+    /// the process is not in secure mode, where glibc ignores the environment's setting).
+    ///
+    /// - Parameters:
+    ///   - environment: the variables' values, by name.
+    ///   - secure: whether the process runs in secure mode (`AT_SECURE`).
+    ///   - set: sets an allocator parameter, as `mallopt` does: 1 on success.
     @discardableResult
-    static func apply(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> Bool {
-        guard !environmentSetsThreshold(environment) else { return false }
-        return mallopt(M_MMAP_THRESHOLD, mappingThreshold) == 1
+    static func apply(
+        environment: (String) -> String? = { getenv($0).map { String(cString: $0) } },
+        secure: Bool = getauxval(UInt(AT_SECURE)) != 0,
+        set: (Int32, Int32) -> Int32 = { mallopt($0, $1) }
+    ) -> Outcome {
+        if !secure && environmentSetsThreshold(environment) { return .leftToEnvironment }
+        return set(M_MMAP_THRESHOLD, mappingThreshold) == 1 ? .fixed : .refused
+    }
+
+    /// A log line for `outcome`.
+    static func description(of outcome: Outcome) -> String {
+        switch outcome {
+        case .fixed: "glibc's mapping threshold fixed at \(mappingThreshold >> 10) KiB"
+        case .leftToEnvironment: "glibc's mapping threshold left as the environment sets it"
+        case .refused: "the allocator refused a fixed mapping threshold (it is not glibc's): left as it is"
+        }
     }
 }

@@ -13,7 +13,7 @@ import ReactiveLoopUV
 @main
 enum Loopd {
     static func main() {
-        AllocatorPolicy.apply()
+        let allocator = AllocatorPolicy.apply()
         let options: CommandLineOptions
         do {
             options = try CommandLineOptions.parse(Array(CommandLine.arguments.dropFirst()))
@@ -45,9 +45,12 @@ enum Loopd {
             handler.logLevel = settings.logLevel
             return handler
         }
+        let logger = Logger(label: "loopd")
+        logger.log(
+            level: allocator == .fixed ? .debug : .info, "\(AllocatorPolicy.description(of: allocator))")
         do {
             let daemon = try Daemon(
-                settings.configuration, logger: Logger(label: "loopd"),
+                settings.configuration, logger: logger,
                 reload: config.map { path in { try Settings.resolve(flags, configPath: path) } })
             daemon.run()
         } catch {

@@ -16,7 +16,7 @@ private let sanitizerAllocator =
 
 @Suite("loopd's allocator policy", .serialized)
 struct AllocatorPolicyTests {
-    @Test func anOperatorsThresholdInTheEnvironmentIsLeftAsSet() {
+    @Test func theEnvironmentSetsTheThresholdOnlyWithANamedEntryOrANonEmptyAlias() {
         func sets(_ variables: [String: String]) -> Bool {
             AllocatorPolicy.environmentSetsThreshold { variables[$0] }
         }
@@ -24,54 +24,92 @@ struct AllocatorPolicyTests {
         #expect(!sets(["GLIBC_TUNABLES": ""]))
         #expect(!sets(["GLIBC_TUNABLES": "glibc.malloc.arena_max=2"]))
         #expect(!sets(["GLIBC_TUNABLES": "glibc.malloc.mmap_threshold_max=1:glibc.malloc.trim_threshold=1"]))
+        #expect(!sets(["GLIBC_TUNABLES": "glibc.malloc.mmap_threshold"]), "no value: glibc ignores it")
+        #expect(!sets(["GLIBC_TUNABLES": " glibc.malloc.mmap_threshold=65536"]), "not the name glibc reads")
+        #expect(!sets(["GLIBC_TUNABLES": "glibc.malloc.arena_max=glibc.malloc.mmap_threshold=1"]), "a value")
         #expect(sets(["GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"]))
         #expect(sets(["GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=1048576"]))
+        #expect(sets(["GLIBC_TUNABLES": "::glibc.malloc.mmap_threshold=1048576:"]))
         #expect(sets(["MALLOC_MMAP_THRESHOLD_": "262144"]))
-        #expect(!AllocatorPolicy.apply { $0 == "MALLOC_MMAP_THRESHOLD_" ? "262144" : nil }, "not applied")
+        #expect(!sets(["MALLOC_MMAP_THRESHOLD_": ""]))
     }
 
-    @Test(.enabled(if: !sanitizerAllocator, "a sanitizer's allocator replaces glibc's"))
-    func aLargeBlockIsMappedAfterALargerOneWasFreed() throws {
-        #expect(AllocatorPolicy.apply { _ in nil })
-        // glibc raises its threshold to the size of each mapped block freed: without the fixed
-        // threshold, the 512 KiB block after the freed 8 MiB one would come from the heap.
-        let large = try #require(malloc(8 << 20))
-        memset(large, 1, 8 << 20)
-        free(large)
-        let before = mallinfo2().hblkhd
-        let block = try #require(malloc(512 << 10))
-        defer { free(block) }
-        let mapped = mallinfo2().hblkhd - before
-        #expect(mapped >= 512 << 10, "mapped \(mapped) bytes for a 512 KiB block")
+    @Test func theThresholdIsFixedUnlessTheEnvironmentSetsItOutsideSecureMode() {
+        var calls: [[Int32]] = []
+        func apply(_ variables: [String: String], secure: Bool = false, accepted: Int32 = 1)
+            -> AllocatorPolicy.Outcome
+        {
+            AllocatorPolicy.apply(environment: { variables[$0] }, secure: secure) { parameter, value in
+                calls.append([parameter, value])
+                return accepted
+            }
+        }
+        #expect(apply([:]) == .fixed)
+        #expect(calls == [[M_MMAP_THRESHOLD, 128 << 10]])
+        calls = []
+        #expect(apply(["GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"]) == .leftToEnvironment)
+        #expect(apply(["MALLOC_MMAP_THRESHOLD_": "65536"]) == .leftToEnvironment)
+        #expect(calls.isEmpty, "the operator's setting is not overridden")
+        // In secure mode glibc ignores both variables: loopd's own setting is the one there is.
+        #expect(apply(["MALLOC_MMAP_THRESHOLD_": "65536"], secure: true) == .fixed)
+        #expect(calls == [[M_MMAP_THRESHOLD, 128 << 10]])
+        #expect(apply([:], accepted: 0) == .refused)
+        #expect(AllocatorPolicy.description(of: .fixed) == "glibc's mapping threshold fixed at 128 KiB")
+    }
+
+    @Test func loopdSaysWhatItDidWithTheThreshold() throws {
+        let deferred = try LoopdProcess(
+            ["--log-level", "debug"], environment: ["GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=262144"])
+        #expect(deferred.log().contains("glibc's mapping threshold left as the environment sets it"))
+        deferred.signal(SIGTERM)
+        let own = try LoopdProcess(["--log-level", "debug"])
+        let expected =
+            sanitizerAllocator
+            ? ["glibc's mapping threshold fixed at 128 KiB", "the allocator refused a fixed mapping threshold"]
+            : ["glibc's mapping threshold fixed at 128 KiB"]
+        #expect(expected.contains { own.log().contains($0) }, "\(own.log())")
+        own.signal(SIGTERM)
+        // Fixed is the usual case: it is not said at the default level.
+        let quiet = try LoopdProcess()
+        #expect(!quiet.log().contains("glibc's mapping threshold fixed"))
+        quiet.signal(SIGTERM)
     }
 
     /// 100,000 counter series in each of two readers, through flushes: each reader's table, the
-    /// merged table, the flush's copies of the per-interval columns and the JSON lines. With
-    /// glibc's rising threshold the freed copies stayed resident in the heap: loopd peaked 118
-    /// to 144 MiB over its empty process in this load (debug and release builds); with the
-    /// threshold fixed, 71 to 83.
+    /// merged table, the flush's copies of the per-interval columns and the JSON lines. Each
+    /// reader holds every series here, where `loopd-bench memory` spreads them, so the bound is
+    /// not the documented target's. With glibc's own threshold loopd peaked 118 to 144 MiB over
+    /// its empty process in this load (debug and release builds), with the threshold fixed 71
+    /// to 86 (docs/benchmarks/resident-2026-11-27-mapping-threshold.md): the bound is between.
     @Test(.enabled(if: !sanitizerAllocator, "a sanitizer's allocator replaces glibc's"))
     func aHundredThousandSeriesOverTwoReadersPeakUnderTheirBound() throws {
         let loopd = try LoopdProcess(["--readers", "2", "--max-series", "200000"], flushInterval: 0.2)
         usleep(200_000)
         let empty = loopd.residentBytes
-        let senders = (0..<8).map { _ in UDPSender(port: loopd.port) }
+        // 32 sockets: the kernel spreads senders over the readers by their ports, and with 32
+        // the chance that all of them go to one reader (which would leave the other's table
+        // empty) is 2 in 4 billion.
+        let senders = (0..<32).map { _ in UDPSender(port: loopd.port) }
         let datagrams = counterDatagrams("resident.series", series: 100_000)
-        // Each round sends every series through another of the 8 sockets, so that each reader
-        // comes to hold most of them; a few flushes run between rounds.
+        // Each round sends every series through another socket than the round before, so that
+        // each reader comes to hold most of them; a few flushes run between rounds. Sends pause
+        // every 500 datagrams (about 270 KB), so that a slow build's readers keep up.
         for round in 0..<6 {
-            for (index, datagram) in datagrams.enumerated() { senders[(index + round) % 8].send(datagram) }
+            for (index, datagram) in datagrams.enumerated() {
+                senders[(index + round) % senders.count].send(datagram)
+                if index % 500 == 499 { usleep(5_000) }
+            }
             usleep(800_000)
         }
         let peak = try #require(loopd.peakResidentBytes)
         loopd.signal(SIGTERM)
-        // The last flush holds every series that came in (each round's lines, less any the
-        // kernel dropped): the load reached loopd.
+        // The final flush holds the series with a line in the last few intervals: the last
+        // round's, less any the kernel dropped. The load reached loopd.
         let last = try #require(try loopd.lastFlush())
         let counters = try #require(last["counters"] as? [[String: Any]])
         let series = counters.filter { ($0["name"] as? String)?.hasPrefix("resident.series.") == true }.count
         #expect(series > 90_000, "the last flush has \(series) series")
         let grown = (peak - empty) >> 20
-        #expect(grown < 100, "loopd peaked \(grown) MiB over its empty process")
+        #expect(grown < 104, "loopd peaked \(grown) MiB over its empty process")
     }
 }

@@ -123,9 +123,14 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
         }
     }
 
-    /// The last flush written, parsed: for outputs too large to parse whole.
+    /// The last flush written, parsed: for outputs too large to read whole. Reads the file's
+    /// last 32 MiB, which must hold the last flush.
     func lastFlush() throws -> [String: Any]? {
-        guard let data = try? Data(contentsOf: output) else { return nil }
+        guard let file = try? FileHandle(forReadingFrom: output) else { return nil }
+        defer { try? file.close() }
+        let size = try file.seekToEnd()
+        try file.seek(toOffset: size > (32 << 20) ? size - (32 << 20) : 0)
+        guard let data = try file.readToEnd() else { return nil }
         let lines = data.split(separator: UInt8(ascii: "\n"))
         // A line still being written (no newline yet) is not a flush yet.
         guard let last = data.last == UInt8(ascii: "\n") ? lines.last : lines.dropLast().last else { return nil }
