@@ -185,6 +185,20 @@ public struct Flush: Sendable {
     public func summaries(
         bucketBounds: [Double] = [], percentiles: [Double] = Flush.defaultPercentiles, trimmed: Bool = false
     ) -> [Summary] {
+        var made: [Summary] = []
+        summaries(into: &made, bucketBounds: bucketBounds, percentiles: percentiles, trimmed: trimmed)
+        return made
+    }
+
+    /// `summaries(bucketBounds:percentiles:trimmed:)`, written into `summaries` in place of what
+    /// it held. Its storage is reused when no other array shares it and it has room, so that a
+    /// flush that keeps the array from one flush to the next takes no new block for its
+    /// summaries (184 bytes a series). Storage with room for more than twice the series and
+    /// 1,024 more is let go first: it holds no more than that after a flush.
+    public func summaries(
+        into summaries: inout [Summary], bucketBounds: [Double] = [],
+        percentiles: [Double] = Flush.defaultPercentiles, trimmed: Bool = false
+    ) {
         var samples = table.samples
         samples.sort { $0.series != $1.series ? $0.series < $1.series : $0.value < $1.value }
         var stats = [Int32: SampleStats]()
@@ -280,7 +294,11 @@ public struct Flush: Sendable {
             }
             start = end
         }
-        var summaries = [Summary]()
+        if summaries.capacity > 2 * table.count + 1024 {
+            summaries = []
+        } else {
+            summaries.removeAll(keepingCapacity: true)
+        }
         summaries.reserveCapacity(table.count)
         for series in 0..<table.count {
             let kind = table.kind(series)
@@ -294,7 +312,6 @@ public struct Flush: Sendable {
                     bucketBounds: kind.isSampled && !bucketBounds.isEmpty
                         ? table.seriesOptions(series).buckets ?? bucketBounds : []))
         }
-        return summaries
     }
 
     /// etsy StatsD's median of sorted samples: the middle one, or the mean of the two middle ones.

@@ -7,8 +7,9 @@ import CGlibcMalloc
 /// How loopd asks glibc's allocator to place large blocks, set once when the process starts.
 ///
 /// With many series, a flush makes and frees blocks of megabytes: the copies of each reader's
-/// per-interval columns, the merge's scratch, the summaries of the series and the formatted
-/// output; a table's columns, which grow by doubling, are as large. glibc maps a block for
+/// per-interval columns, the merge's scratch and the formatted output (the summaries of the
+/// series are kept from one flush to the next); a table's columns, which grow by doubling, are
+/// as large. glibc maps a block for
 /// itself (`mmap`) only when the heap has no free room for it and it is at least the mapping
 /// threshold. That threshold starts at 128 KiB, and whenever a mapped block larger than it is
 /// freed (up to 32 MiB), it rises to that block's size and the heap's trim threshold to twice

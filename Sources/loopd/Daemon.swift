@@ -135,6 +135,9 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
     /// The readers' tables merged, kept from one flush to the next with their totals (see
     /// `SeriesTable.MergeState`). Confined to the flush queue.
     private var mergeState = SeriesTable.MergeState()
+    /// The last flush's summaries, whose storage the next flush reuses (see
+    /// `Flush.summaries(into:)`). Confined to the flush queue.
+    private var summaryStorage: [Summary] = []
     private var kernelDropsAtStart: UInt64 = 0
     // Whether a flush is being formatted on the flush queue.
     private var formatting = false
@@ -582,9 +585,17 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             let flush = Flush(
                 table: table, timestamp: timestamp, intervalSeconds: intervalSeconds, internalMetrics: metrics,
                 events: parts.flatMap(\.events), serviceChecks: parts.flatMap(\.serviceChecks))
-            let summaries = flush.summaries(
+            var summaries: [Summary] = []
+            swap(&summaries, &summaryStorage)
+            flush.summaries(
+                into: &summaries,
                 bucketBounds: prometheus == nil ? [] : prometheusExposition.options.bucketBounds,
                 percentiles: percentiles, trimmed: graphite != nil && configuration.graphiteLayout == .etsy)
+            // Handed back empty once the outputs are done with it.
+            defer {
+                summaries.removeAll(keepingCapacity: true)
+                summaryStorage = summaries
+            }
             // Graphite first: the JSON line's completion may end the shutdown, which gives
             // Graphite what it holds by then.
             if let graphite {

@@ -17,6 +17,30 @@ struct OutputFormatsTests {
         return (flush, flush.summaries())
     }
 
+    @Test func summariesIntoAnArrayReuseItsStorageAndReplaceWhatItHeld() throws {
+        let (flush, expected) = sampleFlush()
+        #expect(expected.count == 6)
+        var kept: [Summary] = []
+        kept.reserveCapacity(64)
+        let storage = kept.withUnsafeBufferPointer { $0.baseAddress }
+        flush.summaries(into: &kept)
+        #expect(kept == expected)
+        #expect(kept.withUnsafeBufferPointer { $0.baseAddress } == storage, "the storage is reused")
+        flush.summaries(into: &kept)
+        #expect(kept == expected, "what it held is replaced, not added to")
+        // Storage that another array shares is left to it.
+        let shared = kept
+        flush.summaries(into: &kept, percentiles: [50])
+        #expect(shared == expected)
+        #expect(kept.first { $0.stats != nil }?.stats?.percentiles.map(\.p) == [50])
+        // Room for more than twice the series and 1,024 more is let go.
+        var roomy: [Summary] = []
+        roomy.reserveCapacity(4096)
+        flush.summaries(into: &roomy)
+        #expect(roomy == expected)
+        #expect(roomy.capacity < 4096)
+    }
+
     @Test func jsonLinesIsOneObjectPerFlush() throws {
         let (flush, summaries) = sampleFlush()
         let bytes = JSONLinesFormat.format(flush, summaries)
