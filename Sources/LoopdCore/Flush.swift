@@ -193,7 +193,9 @@ public struct Flush: Sendable {
     /// `summaries(bucketBounds:percentiles:trimmed:)`, written into `summaries` in place of what
     /// it held. Its storage is reused when no other array shares it and it has room, so that a
     /// flush that keeps the array from one flush to the next takes no new block for its
-    /// summaries (184 bytes a series). Storage with room for more than twice the series and
+    /// summaries (184 bytes a series) while the series do not outgrow it. Storage that must grow
+    /// takes an eighth more room than the series need, so that a table that grows slowly does
+    /// not make it grow at every flush. Storage with room for more than twice the series and
     /// 1,024 more is let go first: it holds no more than that after a flush.
     public func summaries(
         into summaries: inout [Summary], bucketBounds: [Double] = [],
@@ -299,7 +301,7 @@ public struct Flush: Sendable {
         } else {
             summaries.removeAll(keepingCapacity: true)
         }
-        summaries.reserveCapacity(table.count)
+        if summaries.capacity < table.count { summaries.reserveCapacity(table.count + table.count / 8) }
         for series in 0..<table.count {
             let kind = table.kind(series)
             let value =

@@ -22,10 +22,12 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
     }
 
     /// Starts loopd with `arguments` (plus --port 0 and an --output in a fresh folder unless
-    /// given) and waits for its "listening on" log line.
+    /// given) and waits for its "listening on" log line. It inherits this process' environment
+    /// with `environment` added and the variables named in `unsetting` taken out.
     init(
         _ arguments: [String] = [], flushInterval: Double = 0.1, waitForListening: Bool = true,
-        standardOutput: FileHandle = .nullDevice, environment: [String: String] = [:]
+        standardOutput: FileHandle = .nullDevice, environment: [String: String] = [:],
+        unsetting: [String] = []
     ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("loopd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -36,8 +38,10 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
         if !all.contains("--flush-interval") { all += ["--flush-interval", "\(flushInterval)"] }
         process.executableURL = Self.binary
         process.arguments = all
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        if !environment.isEmpty || !unsetting.isEmpty {
+            var variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            for name in unsetting { variables[name] = nil }
+            process.environment = variables
         }
         process.standardOutput = standardOutput
         process.standardError = stderrPipe

@@ -26,6 +26,7 @@ struct OutputFormatsTests {
         flush.summaries(into: &kept)
         #expect(kept == expected)
         #expect(kept.withUnsafeBufferPointer { $0.baseAddress } == storage, "the storage is reused")
+        #expect(kept.capacity >= 64, "with its room: made anew it would have room for about 6")
         flush.summaries(into: &kept)
         #expect(kept == expected, "what it held is replaced, not added to")
         // Storage that another array shares is left to it.
@@ -39,6 +40,20 @@ struct OutputFormatsTests {
         flush.summaries(into: &roomy)
         #expect(roomy == expected)
         #expect(roomy.capacity < 4096)
+        // Storage that must grow takes an eighth more than the series need.
+        var small: [Summary] = []
+        var grown = 0
+        for count in [16, 64, 96, 100, 104] {
+            let ingest = Ingest(maxLineLength: 1024, maxSeries: 1000)
+            feed(ingest, (0..<count).map { "series.\($0):1|c" }.joined(separator: "\n"))
+            let capacity = small.capacity
+            Flush(table: ingest.endInterval(expireAfter: 0), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+                .summaries(into: &small)
+            #expect(small.count == count && small.capacity >= count)
+            if small.capacity != capacity { grown += 1 }
+        }
+        #expect(small.capacity >= 108, "room for an eighth more than 96")
+        #expect(grown == 3, "grown for 16, 64 and 96 series; 100 and 104 fit")
     }
 
     @Test func jsonLinesIsOneObjectPerFlush() throws {
