@@ -54,7 +54,7 @@ let package = Package(
         // standard library alone, so that scripts/fuzz-parser compiles all of it without the
         // package; loopd is the flags and the wiring on the loop.
         .target(name: "LoopdCore"),
-        // glibc's <malloc.h>, for the allocator setting loopd makes at start.
+        // glibc's <malloc.h> and <sys/auxv.h>, for the allocator setting loopd makes at start.
         .systemLibrary(name: "CGlibcMalloc"),
         .executableTarget(
             name: "loopd",

@@ -1,6 +1,6 @@
 // What loopd's allocator policy (AllocatorPolicy.swift) needs from glibc and the Glibc module
-// leaves out: the allocator's settings and statistics (mallopt, mallinfo2), and the auxiliary
-// vector's AT_SECURE.
+// leaves out: the allocator's settings (mallopt, M_MMAP_THRESHOLD) and the auxiliary vector's
+// AT_SECURE.
 #ifndef LOOPD_CGLIBCMALLOC_SHIM_H
 #define LOOPD_CGLIBCMALLOC_SHIM_H
 

@@ -13,9 +13,9 @@ import CGlibcMalloc
 /// for it and it is at least the mapping threshold. That threshold starts at 128 KiB, and
 /// whenever a mapped block larger than it is freed (up to 32 MiB), it rises to that block's
 /// size and the heap's trim threshold to twice that: from then on such blocks come from the
-/// heap, and the heap keeps its freed room instead of giving it back. With 100,000 counter series over two readers, that room made
-/// the process' peak 1.2 to 1.6 times what it is with the threshold fixed (see
-/// docs/performance.md, "Large blocks, mapped").
+/// heap, and the heap keeps its freed room instead of giving it back. With 100,000 counter
+/// series over two readers, that room made the process' peak 1.2 to 1.6 times what it is with
+/// the threshold fixed (see docs/performance.md, "Large blocks, mapped").
 ///
 /// loopd fixes the threshold at `mappingThreshold`, which also stops glibc from raising either
 /// threshold: a large block that finds no free room in the heap is mapped for itself and goes
