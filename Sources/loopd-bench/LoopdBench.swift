@@ -171,12 +171,23 @@ protocol Server {
     mutating func stop() throws -> (received: Int, kernelDrops: Int?, flushMilliseconds: [Double])
     /// The bytes its series table held at its last flush, if it says.
     var tableBytes: Int? { get }
+    /// The server's process while it runs.
+    var process: Process? { get }
+}
+
+extension Server {
     /// The process' resident memory now, in bytes.
-    func residentBytes() -> Int
+    func residentBytes() -> Int { process.map { residentMemory(ofProcess: $0.processIdentifier) } ?? 0 }
+
     /// The most resident memory the server has had, in bytes.
-    func peakResidentBytes() -> Int
+    func peakResidentBytes() -> Int {
+        process.map { residentMemory(ofProcess: $0.processIdentifier, peak: true) } ?? 0
+    }
+
     /// The process' minor page faults and CPU time (user + system, in clock ticks) so far.
-    func faultsAndTicks() -> (minorFaults: Int, ticks: Int)
+    func faultsAndTicks() -> (minorFaults: Int, ticks: Int) {
+        process.map { processFaultsAndTicks($0.processIdentifier) } ?? (0, 0)
+    }
 }
 
 func freePort() -> Int {
@@ -284,14 +295,6 @@ struct LoopdServer: Server {
         // The first flush reports the flush before it, which did not exist: drop its 0.
         return (Int(received), Int(drops), Array(flushes.dropFirst()))
     }
-
-    func residentBytes() -> Int { process.map { residentMemory(ofProcess: $0.processIdentifier) } ?? 0 }
-    func peakResidentBytes() -> Int {
-        process.map { residentMemory(ofProcess: $0.processIdentifier, peak: true) } ?? 0
-    }
-    func faultsAndTicks() -> (minorFaults: Int, ticks: Int) {
-        process.map { processFaultsAndTicks($0.processIdentifier) } ?? (0, 0)
-    }
 }
 
 /// collectd with its StatsD plugin, writing counters (cumulative `derive` values) with the CSV plugin.
@@ -353,14 +356,6 @@ struct CollectdServer: Server {
         try? FileManager.default.removeItem(atPath: directory)
         self.process = nil
         return (Int(received), nil, [])
-    }
-
-    func residentBytes() -> Int { process.map { residentMemory(ofProcess: $0.processIdentifier) } ?? 0 }
-    func peakResidentBytes() -> Int {
-        process.map { residentMemory(ofProcess: $0.processIdentifier, peak: true) } ?? 0
-    }
-    func faultsAndTicks() -> (minorFaults: Int, ticks: Int) {
-        process.map { processFaultsAndTicks($0.processIdentifier) } ?? (0, 0)
     }
 }
 
