@@ -34,6 +34,11 @@ public final class Action<Input, Output, Error: Swift.Error> {
     /// every producer and operator of the module ensures: an event after it would reach the
     /// next execution's run.
     @usableFromInline @exclusivity(unchecked) var _executionObserver: Signal<Output, ActionError<Error>>.Observer?
+    /// Whether `isExecuting` and `isEnabled` exist, and so observe the state: until then a change
+    /// of the state by an apply or an execution's end delivers nothing. Set once, while owning the
+    /// state's delivery; read by those changes while they own it (or, reentrant, inside one of
+    /// its deliveries, which only happen once it is set).
+    @usableFromInline @exclusivity(unchecked) var _stateObserved = false
     /// The property the action was created with: the action keeps it alive, as in ReactiveSwift.
     private let userState: AnyObject
     /// `isExecuting` and `isEnabled`, made the first time either is asked for: until then a
@@ -160,7 +165,7 @@ public final class Action<Input, Output, Error: Swift.Error> {
     /// disabled or executing.
     @inlinable
     func _execute(_ input: Input, _ observer: Signal<Output, ActionError<Error>>.Observer, _ lifetime: Lifetime) {
-        let value: AnyObject? = state.modify { state in
+        let value: AnyObject? = _changeState { state in
             guard state.isEnabled else { return nil }
             state.isExecuting = true
             _executionObserver = observer
@@ -196,12 +201,29 @@ public final class Action<Input, Output, Error: Swift.Error> {
             return eventsInput.send(value: event)
         }
         guard let observer = _executionObserver else { return }
-        state.modify { state in
+        _changeState { state in
             _executionObserver = nil
             state.isExecuting = false
         }
         observer.send(event.mapError(ActionError.producerFailed))
         eventsInput.send(value: event)
+    }
+
+    /// Changes the state, as `state.modify` does, but delivers the change only once something
+    /// observes the state: building the two changes of a round trip and delivering them to no
+    /// observer cost about 45 of its 3,460 instructions.
+    @inlinable
+    func _changeState<Result>(_ change: (inout _ActionState) -> Result) -> Result {
+        state.withCore { core in
+            let owned = core.beginExclusive()
+            var event: Signal<_ActionState, Never>.Event?
+            defer { core.endExclusive(delivering: event, owned: owned) }
+            return state.withLock { current in
+                let result = change(&current)
+                if _stateObserved { event = .value(current) }
+                return result
+            }
+        }
     }
 
     /// `isExecuting` and `isEnabled`, made on first use from the state's current value.
@@ -217,6 +239,7 @@ public final class Action<Input, Output, Error: Swift.Error> {
         let made = _ActionDerivedState(state.value)
         let observer = Signal<_ActionState, Never>.Observer(values: { [made] state in made.update(state) })
         _ = state.core.observe(observer, ifTerminated: .completed)
+        _stateObserved = true
         return derived.storeIfNil(made)
     }
 
