@@ -90,6 +90,19 @@ public struct SeriesTable: Sendable {
         /// cumulative counters, which never decrease: a counter's negative increments are left
         /// out of it); gauges and sets: unused.
         var total = 0.0
+
+        /// Both sums added to `other`'s, as a merge adds copies of a series.
+        @inline(__always)
+        func adding(_ other: Sums) -> Sums {
+            Sums(current: Self.add(current, other.current), total: Self.add(total, other.total))
+        }
+
+        /// `a + b`, except that a sum that would overflow stays at ±1.8e308.
+        @inline(__always)
+        static func add(_ a: Double, _ b: Double) -> Double {
+            let sum = a + b
+            return sum.isFinite ? sum : (sum > 0 ? .greatestFiniteMagnitude : -.greatestFiniteMagnitude)
+        }
     }
 
     /// The quantile sketches of the series that received more than `exactSamples` samples in
@@ -107,6 +120,13 @@ public struct SeriesTable: Sendable {
     /// The option sets that mapping rules give their series; the first has no overrides.
     /// Sets are only added (a reload adds its rules'), so that a series keeps a valid index.
     public private(set) var optionSets: [SeriesOptions] = [SeriesOptions()]
+    /// Stands for the table's series and where they are. A table made anew or without some of
+    /// its series has a lineage of its own, and so does one that adds a series while its
+    /// lineage is shared (with a copy of the table, or with a merge that took it). So two
+    /// tables of one lineage hold the same series at the same indices: a merge keeps the
+    /// lineage of each table it took, and finds each series of a table of that lineage at the
+    /// next merge where it was (see `MergeState`).
+    private(set) var lineage = Lineage()
     /// The series that the last `record(_:)` recorded into (-1 before any).
     public private(set) var lastSeries = -1
 
@@ -119,6 +139,9 @@ public struct SeriesTable: Sendable {
     /// to a `QuantileSketch`, so that a series holds at most this many 16-byte samples plus one
     /// sketch, however many samples it receives.
     public static let exactSamples = 1024
+
+    /// The identity of a table's layout (see `lineage`): compared by identity only.
+    final class Lineage: Sendable {}
 
     /// The type of the key store's offsets.
     typealias KeyOffset = Int
@@ -243,6 +266,7 @@ public struct SeriesTable: Sendable {
     }
 
     private mutating func insert(_ key: UnsafeRawBufferPointer, _ hash32: UInt32, at slot: Int) -> Int {
+        if !isKnownUniquelyReferenced(&lineage) { lineage = Lineage() }
         let series = count
         keyBytes.append(contentsOf: key)
         appendColumns(hash32, lastSeen: interval)
@@ -574,10 +598,13 @@ public struct SeriesTable: Sendable {
 
     /// What `merging(_:state:)` keeps from one flush to the next:
     /// - the merged table itself, which the next merge updates in place rather than builds
-    ///   anew: each table's series are found at the index they had in it the last time (checked
-    ///   against the key), so that a flush neither hashes nor looks up a series it already
-    ///   knows, nor appends its columns again. A merge that finds a series in no table removes
-    ///   it, and rebuilds the table then (its columns and index);
+    ///   anew: each table's series are found at the index they had in it the last time, so that
+    ///   a flush neither hashes nor looks up a series it already knows, nor appends its columns
+    ///   again. That index is checked against the series' key, unless the table went on from
+    ///   the one at its position in the last merge and neither added nor removed a series since
+    ///   (the table's lineage says so): then its series are where they were, unchecked. A merge
+    ///   that finds a series in no table removes it, and rebuilds the table then (its columns
+    ///   and index);
     /// - the totals since creation of each series (Prometheus' counters and histogram counts),
     ///   so that they never go down while a reader still holds the series: when one reader's
     ///   copy of a series expires while another's goes on, what the expired copy counted stays
@@ -592,6 +619,9 @@ public struct SeriesTable: Sendable {
         /// merged table, by its index in that table once the table that goes on removed the
         /// series it let expire.
         fileprivate var maps: [[Int32]] = []
+        /// At `position`: the lineage of the table at that position in the last merge. A table
+        /// of the same lineage there at the next merge has each of those series where it was.
+        fileprivate var lineages: [Lineage] = []
         /// At a merged index: the number of the last merge that found the series in a table.
         fileprivate var found: [UInt32] = []
         /// The number of the merge under way; never 0, the mark of a series not found yet.
@@ -600,6 +630,9 @@ public struct SeriesTable: Sendable {
         /// series, and those of a table whose series moved other than as its expiries move
         /// them.
         @_spi(Testing) public private(set) var lookups = 0
+        /// The series the last merge checked against their keys where it expected them: those of
+        /// the tables that added or removed a series since the merge before, or were not in it.
+        @_spi(Testing) public private(set) var checked = 0
         /// At `index * tables + position`: table `position`'s copy of merged series `index` at
         /// the last merge (nil: not in it).
         fileprivate var last: [Copy?] = []
@@ -639,7 +672,7 @@ public struct SeriesTable: Sendable {
         fileprivate mutating func merge(_ tables: [SeriesTable]) -> SeriesTable {
             let width = tables.count
             generation = generation == .max ? 1 : generation + 1
-            lookups = 0
+            (lookups, checked) = (0, 0)
             if self.tables != width {
                 // Positions are other tables now: what each counted before is not comparable.
                 last = [Copy?](repeating: nil, count: merged.count * width)
@@ -659,48 +692,45 @@ public struct SeriesTable: Sendable {
             var removedSome = [Bool](repeating: false, count: width)
             for (position, table) in tables.enumerated() {
                 precondition(table.interval == merged.interval, "SeriesTable.merging(_:): tables of other intervals")
-                let optionMap = table.optionSets.map { merged.optionSet($0) }
                 let before = position < self.maps.count ? self.maps[position] : []
-                var mapped = [Int32](repeating: -1, count: table.count)
-                table.keyBytes.withUnsafeBytes { keys in
-                    for series in 0..<table.count {
-                        let start = series == 0 ? 0 : Int(table.keyEnds[series - 1])
-                        let key = UnsafeRawBufferPointer(rebasing: keys[start..<Int(table.keyEnds[series])])
-                        let hash32 = table.hashes[series]
-                        var index = series < before.count ? Int(before[series]) : -1
-                        if index < 0 || !merged.holds(key, hash32, at: index) {
-                            index = merged.findOrInsert(key, hash32)
-                            lookups += 1
-                            if index == found.count {
-                                found.append(0)
-                                carried.append(.zero)
-                                last.append(contentsOf: repeatElement(nil, count: width))
-                                now.append(contentsOf: repeatElement(nil, count: width))
+                // The table went on from the one at this position in the last merge, and
+                // neither added nor removed a series: each is where the last merge found it.
+                var mapped = before
+                if position < lineages.count && lineages[position] === table.lineage && before.count == table.count {
+                    assert(
+                        (0..<table.count).allSatisfy { series in
+                            table.withKey(series) { merged.keyEquals(Int(before[series]), $0) }
+                        }, "SeriesTable.merging(_:state:): a table of the last merge's lineage moved a series")
+                } else {
+                    mapped = [Int32](repeating: -1, count: table.count)
+                    checked += table.count
+                    table.keyBytes.withUnsafeBytes { keys in
+                        for series in 0..<table.count {
+                            let start = series == 0 ? 0 : Int(table.keyEnds[series - 1])
+                            let key = UnsafeRawBufferPointer(rebasing: keys[start..<Int(table.keyEnds[series])])
+                            let hash32 = table.hashes[series]
+                            var index = series < before.count ? Int(before[series]) : -1
+                            if index < 0 || !merged.holds(key, hash32, at: index) {
+                                index = merged.findOrInsert(key, hash32)
+                                lookups += 1
+                                if index == found.count {
+                                    found.append(0)
+                                    carried.append(.zero)
+                                    last.append(contentsOf: repeatElement(nil, count: width))
+                                    now.append(contentsOf: repeatElement(nil, count: width))
+                                }
                             }
+                            mapped[series] = Int32(index)
                         }
-                        let isNew = found[index] != generation
-                        if isNew {
-                            found[index] = generation
-                            foundCount += 1
-                        }
-                        let kind = MetricKind(rawValue: key[0])!
-                        merged.combine(
-                            index, kind, isNew: isNew, with: table, series,
-                            options: optionMap[Int(table.options[series])])
-                        let removed = table.removesAfterEnd(series)
-                        if removed { removedSome[position] = true }
-                        if kind != .gauge && kind != .set {
-                            now[index * width + position] = Copy(
-                                totals: Totals(total: table.sums[series].total, totalSum: table.totalSum[series]),
-                                removed: removed)
-                            copies += 1
-                            if last[index * width + position] != nil { continuing += 1 }
-                        }
-                        mapped[series] = Int32(index)
                     }
                 }
+                let counted = combine(table, at: position, mapped: mapped, into: &now, found: &foundCount)
+                copies += counted.copies
+                continuing += counted.continuing
+                removedSome[position] = counted.removedSome
                 maps.append(mapped)
             }
+            lineages = tables.map(\.lineage)
             if foundCount < merged.count { removeUnfound(maps: &maps, now: &now) }
             for (position, table) in tables.enumerated() {
                 merged.takeSamples(of: table, mapped: maps[position])
@@ -721,6 +751,120 @@ public struct SeriesTable: Sendable {
             }
             self.maps = maps
             return merged
+        }
+
+        /// Adds each series of `table` (the table at `position`) into merged series
+        /// `mapped[series]`, as `merging(_:)` says, and keeps its copy's totals in `now`.
+        /// Counts the series found first here in `found`. Returns the copies kept in `now`, how
+        /// many of them the last merge had too, and whether the table that goes on from `table`
+        /// removed some of its series.
+        ///
+        /// The columns it writes are moved out of the state while the loop runs, and written
+        /// through pointers: an array in a stored property paid a check that it is not shared
+        /// on every write, and each read of an array a check of its bounds.
+        private mutating func combine(
+            _ table: SeriesTable, at position: Int, mapped: [Int32], into now: inout [Copy?],
+            found foundCount: inout Int
+        ) -> (copies: Int, continuing: Int, removedSome: Bool) {
+            let (width, generation) = (tables, generation)
+            let (interval, expireAfter) = (table.interval, table.expireAfter)
+            let optionMap = table.optionSets.map { merged.optionSet($0) }
+            // Timers, histograms and distributions: combined after the loop, as they touch
+            // more columns.
+            var sampled: [(index: Int, series: Int, isNew: Bool)] = []
+            var (copies, continuing, removedSome) = (0, 0, false)
+            var target = MergeTarget(
+                found: self.found, lastSeen: merged.lastSeen, options: merged.options, sums: merged.sums, now: now)
+            (self.found, merged.lastSeen, merged.options, merged.sums, now) = ([], [], [], [], [])
+            target.withPointers(last: last) { target in
+                mapped.withUnsafeBufferPointer { mapped in
+                    optionMap.withUnsafeBufferPointer { optionMap in
+                        table.withCopyColumns { copy in
+                            for series in 0..<copy.count {
+                                let index = Int(mapped[series])
+                                let isNew = target.found[index] != generation
+                                if isNew {
+                                    target.found[index] = generation
+                                    foundCount += 1
+                                }
+                                let kind = copy.kind(series)
+                                let seen = copy.lastSeen[series]
+                                let later = isNew || seen > target.lastSeen[index]
+                                if later {
+                                    target.lastSeen[index] = seen
+                                    target.options[index] = optionMap[Int(copy.options[series])]
+                                }
+                                switch kind {
+                                case .counter:
+                                    target.sums[index] =
+                                        isNew ? copy.sums[series] : target.sums[index].adding(copy.sums[series])
+                                case .gauge:
+                                    if later { target.sums[index] = copy.sums[series] }
+                                case .timer, .histogram, .distribution:
+                                    sampled.append((index, series, isNew))
+                                case .set: break
+                                }
+                                let removed = SeriesTable.isIdle(seen, at: interval, expireAfter: expireAfter)
+                                if removed { removedSome = true }
+                                if kind != .gauge && kind != .set {
+                                    let slot = index * width + position
+                                    target.now[slot] = Copy(
+                                        totals: Totals(total: copy.sums[series].total, totalSum: copy.totalSum[series]),
+                                        removed: removed)
+                                    copies += 1
+                                    if target.last[slot] != nil { continuing += 1 }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            (self.found, merged.lastSeen, merged.options, merged.sums, now) =
+                (target.found, target.lastSeen, target.options, target.sums, target.now)
+            for (index, series, isNew) in sampled {
+                merged.combineSampled(index, isNew: isNew, with: table, series)
+            }
+            return (copies, continuing, removedSome)
+        }
+
+        /// The columns `combine` writes, out of the state while it runs.
+        private struct MergeTarget {
+            var found: [UInt32]
+            var lastSeen: [UInt32]
+            var options: [UInt16]
+            var sums: [Sums]
+            var now: [Copy?]
+
+            struct Pointers {
+                let found: UnsafeMutableBufferPointer<UInt32>
+                let lastSeen: UnsafeMutableBufferPointer<UInt32>
+                let options: UnsafeMutableBufferPointer<UInt16>
+                let sums: UnsafeMutableBufferPointer<Sums>
+                let now: UnsafeMutableBufferPointer<Copy?>
+                /// The state's `last`, read only.
+                let last: UnsafeBufferPointer<Copy?>
+            }
+
+            /// Calls `body` with the columns in place, and `last`.
+            @inline(__always)
+            mutating func withPointers(last: [Copy?], _ body: (Pointers) -> Void) {
+                found.withUnsafeMutableBufferPointer { found in
+                    lastSeen.withUnsafeMutableBufferPointer { lastSeen in
+                        options.withUnsafeMutableBufferPointer { options in
+                            sums.withUnsafeMutableBufferPointer { sums in
+                                now.withUnsafeMutableBufferPointer { now in
+                                    last.withUnsafeBufferPointer { last in
+                                        body(
+                                            Pointers(
+                                                found: found, lastSeen: lastSeen, options: options, sums: sums,
+                                                now: now, last: last))
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
 
         /// Removes the series that the merge under way did not find, and what was kept for them.
@@ -827,6 +971,45 @@ public struct SeriesTable: Sendable {
         return state.merge(tables)
     }
 
+    /// The columns of a table that a merge reads for each series (its copy of the series), in
+    /// place.
+    fileprivate struct CopyColumns {
+        let keys: UnsafeBufferPointer<UInt8>
+        let keyEnds: UnsafeBufferPointer<KeyOffset>
+        let lastSeen: UnsafeBufferPointer<UInt32>
+        let options: UnsafeBufferPointer<UInt16>
+        let sums: UnsafeBufferPointer<Sums>
+        let totalSum: UnsafeBufferPointer<Double>
+
+        var count: Int { keyEnds.count }
+
+        @inline(__always)
+        func kind(_ series: Int) -> MetricKind {
+            MetricKind(rawValue: keys[series == 0 ? 0 : keyEnds[series - 1]])!
+        }
+    }
+
+    /// Calls `body` with the columns a merge reads, in place.
+    @inline(__always)
+    fileprivate func withCopyColumns<Result>(_ body: (CopyColumns) -> Result) -> Result {
+        keyBytes.withUnsafeBufferPointer { keys in
+            keyEnds.withUnsafeBufferPointer { keyEnds in
+                lastSeen.withUnsafeBufferPointer { lastSeen in
+                    options.withUnsafeBufferPointer { options in
+                        sums.withUnsafeBufferPointer { sums in
+                            totalSum.withUnsafeBufferPointer { totalSum in
+                                body(
+                                    CopyColumns(
+                                        keys: keys, keyEnds: keyEnds, lastSeen: lastSeen, options: options, sums: sums,
+                                        totalSum: totalSum))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Readies the last merge's table for the merge of `tables`: what is per merge (the
     /// interval, the bound, the samples, sketches and set members, the negative values) starts
     /// anew; the series stay, and each is reset when first found (`combine`).
@@ -859,7 +1042,7 @@ public struct SeriesTable: Sendable {
     /// `interval` (`endInterval(expireAfter:)`, 0: never): the one rule that removal, merges
     /// and outputs share.
     @inline(__always)
-    private static func isIdle(_ lastSeen: UInt32, at interval: UInt32, expireAfter: UInt32) -> Bool {
+    fileprivate static func isIdle(_ lastSeen: UInt32, at interval: UInt32, expireAfter: UInt32) -> Bool {
         expireAfter > 0 && interval &- lastSeen >= expireAfter
     }
 
@@ -896,60 +1079,32 @@ public struct SeriesTable: Sendable {
         }
     }
 
-    /// Adds series `series` of `table`, of kind `kind`, into series `index`. `isNew`: the
-    /// merge's first copy of the series, whose values replace what the last merge left there.
-    @inline(__always)
-    private mutating func combine(
-        _ index: Int, _ kind: MetricKind, isNew: Bool, with table: SeriesTable, _ series: Int, options: UInt16
-    ) {
-        // A sum that would overflow stays at ±1.8e308.
-        func add(_ a: Double, _ b: Double) -> Double {
-            let sum = a + b
-            return sum.isFinite ? sum : (sum > 0 ? .greatestFiniteMagnitude : -.greatestFiniteMagnitude)
+    /// Adds the timer, histogram or distribution series `series` of `table` into series `index`
+    /// (whose `lastSeen` and options the merge has set). `isNew`: the merge's first copy of the
+    /// series, whose values replace what the last merge left there.
+    private mutating func combineSampled(_ index: Int, isNew: Bool, with table: SeriesTable, _ series: Int) {
+        if isNew {
+            sums[index] = table.sums[series]
+            totalSum[index] = table.totalSum[series]
+            intervalSum[index] = table.intervalSum[series]
+            intervalSumSquares[index] = table.intervalSumSquares[series]
+            intervalM2[index] = table.intervalM2[series]
+            intervalSamples[index] = table.intervalSamples[series]
+            return
         }
-        let seen = table.lastSeen[series]
-        let later = isNew || seen > lastSeen[index]
-        if later {
-            lastSeen[index] = seen
-            self.options[index] = options
+        // Chan et al.'s combination of two parts' squared deviations: exact, whatever the
+        // parts' sizes.
+        let (weightA, weightB) = (sums[index].current, table.sums[series].current)
+        if weightA > 0 && weightB > 0 {
+            let delta = table.intervalSum[series] / weightB - intervalSum[index] / weightA
+            intervalM2[index] += table.intervalM2[series] + delta * delta * weightA * weightB / (weightA + weightB)
+        } else {
+            intervalM2[index] += table.intervalM2[series]
         }
-        switch kind {
-        case .counter:
-            sums[index] =
-                isNew
-                ? table.sums[series]
-                : Sums(
-                    current: add(sums[index].current, table.sums[series].current),
-                    total: add(sums[index].total, table.sums[series].total))
-        case .gauge:
-            if later { sums[index] = table.sums[series] }
-        case .timer, .histogram, .distribution:
-            if isNew {
-                sums[index] = table.sums[series]
-                totalSum[index] = table.totalSum[series]
-                intervalSum[index] = table.intervalSum[series]
-                intervalSumSquares[index] = table.intervalSumSquares[series]
-                intervalM2[index] = table.intervalM2[series]
-                intervalSamples[index] = table.intervalSamples[series]
-                return
-            }
-            // Chan et al.'s combination of two parts' squared deviations: exact, whatever the
-            // parts' sizes.
-            let (weightA, weightB) = (sums[index].current, table.sums[series].current)
-            if weightA > 0 && weightB > 0 {
-                let delta = table.intervalSum[series] / weightB - intervalSum[index] / weightA
-                intervalM2[index] += table.intervalM2[series] + delta * delta * weightA * weightB / (weightA + weightB)
-            } else {
-                intervalM2[index] += table.intervalM2[series]
-            }
-            sums[index] = Sums(
-                current: add(sums[index].current, table.sums[series].current),
-                total: add(sums[index].total, table.sums[series].total))
-            totalSum[index] = add(totalSum[index], table.totalSum[series])
-            intervalSum[index] = add(intervalSum[index], table.intervalSum[series])
-            intervalSumSquares[index] += table.intervalSumSquares[series]
-            intervalSamples[index] &+= table.intervalSamples[series]
-        case .set: break
-        }
+        sums[index] = sums[index].adding(table.sums[series])
+        totalSum[index] = Sums.add(totalSum[index], table.totalSum[series])
+        intervalSum[index] = Sums.add(intervalSum[index], table.intervalSum[series])
+        intervalSumSquares[index] += table.intervalSumSquares[series]
+        intervalSamples[index] &+= table.intervalSamples[series]
     }
 }

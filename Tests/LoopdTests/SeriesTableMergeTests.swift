@@ -247,18 +247,26 @@ struct SeriesTableMergeTests {
         feed(readers.a, all.joined(separator: "\n"))
         feed(readers.b, all.joined(separator: "\n"))
         #expect(lookups() == 10, "every series is new to the first merge")
+        #expect(readers.state.checked == 10)
         feed(readers.a, all.joined(separator: "\n"))
         feed(readers.b, all.joined(separator: "\n"))
         #expect(lookups() == 0)
+        #expect(readers.state.checked == 0, "neither table added or removed a series")
         // s0 stops in a, which removes it after the second merge without a line: a's later
-        // series move down, and the merge after that still finds them where it expects.
-        for merge in 0..<3 {
+        // series move down, and the merge after that still finds them where it expects, after
+        // checking them.
+        for (merge, checked) in [0, 0, 4].enumerated() {
             feed(readers.a, all.dropFirst().joined(separator: "\n"))
             feed(readers.b, all.joined(separator: "\n"))
             #expect(lookups() == 0, "merge \(merge)")
+            #expect(readers.state.checked == checked, "merge \(merge)")
         }
         feed(readers.a, "s0:1|c")
         #expect(lookups() == 1, "a's new copy of s0")
+        #expect(readers.state.checked == 5, "a added a series")
+        feed(readers.a, "s0:1|c")
+        #expect(lookups() == 0)
+        #expect(readers.state.checked == 0)
     }
 
     @Test func aBurstOfSamplesDoesNotStayInTheKeptMerge() {
@@ -327,6 +335,47 @@ struct SeriesTableMergeTests {
         }
         #expect(merged() == ["x", "w", "v"])
         #expect(state.count == 3)
+    }
+
+    /// Two copies of one table that each add another series are not taken for the table the
+    /// last merge took, even with every hash equal: the merge finds each series by its key.
+    @Test func copiesOfATableThatAddOtherSeriesAreEachMergedByKey() {
+        func record(_ name: String, _ value: Double, into table: inout SeriesTable) {
+            let key = [MetricKind.counter.rawValue] + Array(name.utf8)
+            let outcome = key.withUnsafeBytes { key in
+                [value].withUnsafeBufferPointer { values in
+                    [false].withUnsafeBufferPointer { deltas in
+                        table.record(
+                            ParsedLine(
+                                kind: .counter, sampleRate: 1, values: values, isDelta: deltas,
+                                members: UnsafeBufferPointer(start: nil, count: 0), key: key, keyHash: 42))
+                    }
+                }
+            }
+            #expect(outcome != .tableFull && outcome != .nonFinite)
+        }
+        func sums(_ table: SeriesTable) -> [String: Double] {
+            let flush = Flush(table: table, timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+            return Dictionary(
+                flush.summaries(bucketBounds: [], percentiles: [], trimmed: false).map {
+                    (String(decoding: flush.name($0.series), as: UTF8.self), $0.value)
+                }, uniquingKeysWith: +)
+        }
+        var (a, b) = (SeriesTable(maxSeries: 10), SeriesTable(maxSeries: 10))
+        record("a", 1, into: &a)
+        record("b", 2, into: &b)
+        var state = SeriesTable.MergeState()
+        _ = SeriesTable.merging([a.endInterval(expireAfter: 0), b.endInterval(expireAfter: 0)], state: &state)
+        var (first, second) = (a, a)
+        record("x", 10, into: &first)
+        record("y", 20, into: &second)
+        let bEnded = b.endInterval(expireAfter: 0)
+        for copy in [first, second, first] {
+            var copy = copy
+            let ended = copy.endInterval(expireAfter: 0)
+            let kept = SeriesTable.merging([ended, bEnded], state: &state)
+            #expect(sums(kept) == sums(SeriesTable.merging([ended, bEnded])))
+        }
     }
 
     /// One table's lines over `keys` keys of every kind, for the merges below: each key's lines
