@@ -533,21 +533,42 @@ public struct SeriesTable: Sendable {
     public mutating func endInterval(expireAfter: UInt32) -> SeriesTable {
         var ended = self
         ended.expireAfter = expireAfter
+        // Only the lines of sampled kinds write the interval's other columns, and each of them
+        // adds a sample or to a sketch: without any, those columns are zero already.
+        let sampledInInterval = !samples.isEmpty || !sketches.isEmpty
         let sampleCapacity = samples.count
         samples = []
         samples.reserveCapacity(sampleCapacity)
         setMembers = [:]
         sketches = [:]
         var expired = 0
-        for series in 0..<count {
-            if kind(series) != .gauge {
-                sums[series].current = 0
+        let ending = interval
+        // Through pointers: a write into a column shared with `ended` copies it once, then each
+        // write would check again that it is not shared.
+        var sums = self.sums
+        self.sums = []
+        keyBytes.withUnsafeBufferPointer { keys in
+            keyEnds.withUnsafeBufferPointer { keyEnds in
+                lastSeen.withUnsafeBufferPointer { lastSeen in
+                    sums.withUnsafeMutableBufferPointer { sums in
+                        for series in 0..<keyEnds.count {
+                            if keys[series == 0 ? 0 : keyEnds[series - 1]] != MetricKind.gauge.rawValue {
+                                sums[series].current = 0
+                            }
+                            if Self.isIdle(lastSeen[series], at: ending, expireAfter: expireAfter) { expired += 1 }
+                        }
+                    }
+                }
+            }
+        }
+        self.sums = sums
+        if sampledInInterval {
+            for series in 0..<count where kind(series).isSampled {
                 intervalSum[series] = 0
                 intervalSumSquares[series] = 0
                 intervalM2[series] = 0
                 intervalSamples[series] = 0
             }
-            if Self.isIdle(lastSeen[series], at: interval, expireAfter: expireAfter) { expired += 1 }
         }
         if expired > 0 { removeIdle(expireAfter: expireAfter, keeping: count - expired) }
         interval &+= 1
