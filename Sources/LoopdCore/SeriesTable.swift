@@ -122,10 +122,11 @@ public struct SeriesTable: Sendable {
     public private(set) var optionSets: [SeriesOptions] = [SeriesOptions()]
     /// Stands for the table's series and where they are. A table made anew or without some of
     /// its series has a lineage of its own, and so does one that adds a series while its
-    /// lineage is shared (with a copy of the table, or with a merge that took it). So two
-    /// tables of one lineage hold the same series at the same indices: a merge keeps the
-    /// lineage of each table it took, and finds each series of a table of that lineage at the
-    /// next merge where it was (see `MergeState`).
+    /// lineage is shared (with a copy of the table, or with a merge that took it); only a table
+    /// that holds its lineage alone adds series under it. So tables of one lineage that exist
+    /// at the same time hold the same series at the same indices: a merge keeps the lineage of
+    /// each table it took, and finds each series of a table of that lineage and series count
+    /// at the next merge where it was (see `MergeState`).
     private(set) var lineage = Lineage()
     /// The series that the last `record(_:)` recorded into (-1 before any).
     public private(set) var lastSeries = -1
@@ -514,7 +515,12 @@ public struct SeriesTable: Sendable {
     }
 
     /// Gives series `series` the option set `set` (an index into `optionSets`).
+    ///
+    /// - Precondition: `set` is an index into `optionSets` (as `optionSet(_:)` returns).
     public mutating func setOptions(_ set: UInt16, series: Int) {
+        precondition(
+            Int(set) < optionSets.count,
+            "SeriesTable.setOptions(_:series:): set \(set) is not one of the \(optionSets.count) option sets")
         if options[series] != set { options[series] = set }
     }
 
@@ -641,7 +647,9 @@ public struct SeriesTable: Sendable {
         /// series it let expire.
         fileprivate var maps: [[Int32]] = []
         /// At `position`: the lineage of the table at that position in the last merge. A table
-        /// of the same lineage there at the next merge has each of those series where it was.
+        /// of the same lineage and as many series as `maps` has there at the next merge has each
+        /// of those series where it was. (The count tells apart the same ended table merged
+        /// again after its reader removed some series, which `maps` already leaves out.)
         fileprivate var lineages: [Lineage] = []
         /// At a merged index: the number of the last merge that found the series in a table.
         fileprivate var found: [UInt32] = []
@@ -652,7 +660,8 @@ public struct SeriesTable: Sendable {
         /// them.
         @_spi(Testing) public private(set) var lookups = 0
         /// The series the last merge checked against their keys where it expected them: those of
-        /// the tables that added or removed a series since the merge before, or were not in it.
+        /// the tables that added or removed a series since the merge before, or were not at
+        /// their position in it.
         @_spi(Testing) public private(set) var checked = 0
         /// At `index * tables + position`: table `position`'s copy of merged series `index` at
         /// the last merge (nil: not in it).
@@ -782,7 +791,8 @@ public struct SeriesTable: Sendable {
         ///
         /// The columns it writes are moved out of the state while the loop runs, and written
         /// through pointers: an array in a stored property paid a check that it is not shared
-        /// on every write, and each read of an array a check of its bounds.
+        /// on every write, and each read of an array a check of its bounds. A pointer does not
+        /// check its bounds: the one check left is that each merged index is in the table.
         private mutating func combine(
             _ table: SeriesTable, at position: Int, mapped: [Int32], into now: inout [Copy?],
             found foundCount: inout Int
@@ -803,6 +813,11 @@ public struct SeriesTable: Sendable {
                         table.withCopyColumns { copy in
                             for series in 0..<copy.count {
                                 let index = Int(mapped[series])
+                                // The pointers do not check their bounds: one check here, as
+                                // `now` and `last` hold `width` entries per merged series.
+                                precondition(
+                                    UInt(bitPattern: index) < UInt(target.found.count),
+                                    "SeriesTable.merging(_:state:): a series mapped out of the merged table")
                                 let isNew = target.found[index] != generation
                                 if isNew {
                                     target.found[index] = generation

@@ -378,6 +378,49 @@ struct SeriesTableMergeTests {
         }
     }
 
+    /// Readers whose tables neither add nor remove a series are merged without checking their
+    /// keys, and give what a merge that checks every key gives, for every kind, with tags and
+    /// mapped options.
+    @Test func tablesThatKeepTheirSeriesAreMergedUncheckedIntoWhatAFreshMergeGives() throws {
+        let mapper = Mapper(rules: [try MappingRule(match: "t1*", name: "tone", percentiles: [99.9])])
+        let readers = (0..<3).map { _ in Ingest(maxLineLength: 1024, maxSeries: 1000, mapper: mapper) }
+        let whole = Ingest(maxLineLength: 1024, maxSeries: 1000, mapper: mapper)
+        var random = QuantileSketchTests.Random(state: 7)
+        var state = SeriesTable.MergeState()
+        for interval in 0..<6 {
+            for reader in readers {
+                var lines = [String]()
+                for key in 0..<6 {
+                    let value = Double(random.next() % 2000) / 10 - 50
+                    lines += [
+                        "c\(key):\(value)|c|#t:\(key % 2)", "g\(key):\(value)|g", "t\(key)x:\(value)|ms",
+                        "h\(key):\(abs(value)):\(value / 2)|h", "d\(key):\(value)|d|#a,b:\(key)",
+                        "s\(key):m\(random.next() % 9)|s",
+                    ]
+                }
+                feed(reader, lines.joined(separator: "\n"))
+                feed(whole, lines.joined(separator: "\n"))
+            }
+            let tables = readers.map { $0.endInterval(expireAfter: 2) }
+            let kept = Flush(
+                table: SeriesTable.merging(tables, state: &state), timestamp: 0, intervalSeconds: 1, internalMetrics: []
+            )
+            let fresh = Flush(table: SeriesTable.merging(tables), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+            let one = Flush(
+                table: whole.endInterval(expireAfter: 2), timestamp: 0, intervalSeconds: 1, internalMetrics: [])
+            #expect(state.checked == (interval == 0 ? tables.reduce(0) { $0 + $1.count } : 0), "interval \(interval)")
+            #expect(Self.agree(Self.withoutTotals(kept), Self.withoutTotals(fresh)), "interval \(interval)")
+            let (got, want) = (Self.byKey(kept), Self.byKey(one))
+            #expect(got.keys.contains { $0.hasSuffix(" tone|") }, "the mapped timer")
+            #expect(Set(got.keys) == Set(want.keys))
+            for (key, one) in want where !key.hasPrefix("g ") {  // A gauge takes one reader's value.
+                let merged = try #require(got[key])
+                let close = zip(merged.sums, one.sums).allSatisfy { abs($0 - $1) <= 1e-9 * max(1, abs($1)) }
+                #expect(close, "interval \(interval), \(key): \(merged.sums), one table \(one.sums)")
+            }
+        }
+    }
+
     /// One table's lines over `keys` keys of every kind, for the merges below: each key's lines
     /// go to the readers still alive for it, and each reader may stop sending a key for good.
     /// Keys that are multiples of 4 go silent everywhere now and then, for 2 or 3 intervals
