@@ -37,6 +37,11 @@ final class OutputBytes {
     /// The bytes written so far, copied into an array.
     var bytes: [UInt8] { [UInt8](UnsafeRawBufferPointer(start: base, count: count)) }
 
+    /// Calls `body` with the bytes written so far, in place.
+    func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
     /// Appends one byte.
     @inline(__always)
     func append(_ byte: UInt8) {
@@ -70,6 +75,26 @@ final class OutputBytes {
         base.deallocate()
         base = grown
         capacity = newCapacity
+    }
+}
+
+/// A format's output as it was written, without a copy into an array: read only, so that it
+/// can be handed to an output's writer on another thread.
+public struct WrittenBytes: @unchecked Sendable {  // Nothing appends to the buffer any more.
+    private let buffer: OutputBytes
+
+    /// Takes `buffer`, which its format wrote and will not append to again.
+    init(_ buffer: OutputBytes) { self.buffer = buffer }
+
+    /// The number of bytes.
+    public var count: Int { buffer.count }
+
+    /// The bytes, copied into an array.
+    public var bytes: [UInt8] { buffer.bytes }
+
+    /// Calls `body` with the bytes, in place.
+    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try buffer.withUnsafeBytes(body)
     }
 }
 

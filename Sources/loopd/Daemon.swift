@@ -601,7 +601,7 @@ final class Daemon: @unchecked Sendable {  // Loop-thread state is confined to t
             if let graphite {
                 graphite.send(GraphiteFormat.format(flush, summaries, layout: configuration.graphiteLayout))
             }
-            output.submit(JSONLinesFormat.format(flush, summaries)) { [loop] in
+            output.submit(JSONLinesFormat.write(flush, summaries)) { [loop] in
                 if let completion { _ = loop.execute(completion) }
             }
             if let prometheus {

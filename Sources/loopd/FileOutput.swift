@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import LoopdCore
 import ReactiveLoopCore
 import Synchronization
 
@@ -61,7 +62,12 @@ final class FileOutput: @unchecked Sendable {  // Confined to the flush queue (s
 
     /// Writes `line` (a flush's JSON line, newline included) whole, or not at all; returns a
     /// message on failure.
-    func write(_ line: [UInt8]) -> String? {
+    func write(_ line: [UInt8]) -> String? { line.withUnsafeBytes { write(bytes: $0) } }
+
+    /// `write(_:)`, from the buffer the line was written into.
+    func write(_ line: WrittenBytes) -> String? { line.withUnsafeBytes { write(bytes: $0) } }
+
+    private func write(bytes line: UnsafeRawBufferPointer) -> String? {
         if let cut {
             if let error = repair(cut) {
                 droppedFlushes.add(1, ordering: .relaxed)
@@ -72,7 +78,7 @@ final class FileOutput: @unchecked Sendable {  // Confined to the flush queue (s
         // Where the line starts: with O_APPEND the end, which lseek reports for a regular file;
         // without it (standard output redirected to a file), this also moves the offset there.
         let start = isRegularFile ? lseek(fd, 0, SEEK_END) : -1
-        let (written, failure) = line.withUnsafeBytes { writeAll($0) }
+        let (written, failure) = writeAll(line)
         guard let failure else { return nil }
         if written > 0 && start < 0 {
             cut = .finish(Array(line[written...]))
@@ -162,7 +168,7 @@ final class OutputWriter: @unchecked Sendable {  // `state` is protected by `loc
     // A pthread lock, not `Mutex`: ThreadSanitizer reports false races on a contended `Mutex`.
     private let lock = _Lock.make()
     // Protected by lock.
-    private var state: (busy: Bool, waiting: (line: [UInt8], done: @Sendable () -> Void)?) = (false, nil)
+    private var state: (busy: Bool, waiting: (line: WrittenBytes, done: @Sendable () -> Void)?) = (false, nil)
 
     init(_ output: FileOutput, logger: Logger) {
         self.output = output
@@ -171,7 +177,7 @@ final class OutputWriter: @unchecked Sendable {  // `state` is protected by `loc
 
     /// Writes `line` after the line in progress, if any; `done` runs (on the writer's thread)
     /// once it is written, failed or dropped. From any thread.
-    func submit(_ line: [UInt8], done: @escaping @Sendable () -> Void) {
+    func submit(_ line: WrittenBytes, done: @escaping @Sendable () -> Void) {
         let (start, replaced): (Bool, (@Sendable () -> Void)?) = lock.withLock {
             guard state.busy else {
                 state.busy = true
@@ -200,8 +206,8 @@ final class OutputWriter: @unchecked Sendable {  // `state` is protected by `loc
         }
     }
 
-    private func write(_ line: [UInt8], _ done: @escaping @Sendable () -> Void) {
-        var next: (line: [UInt8], done: @Sendable () -> Void)? = (line, done)
+    private func write(_ line: WrittenBytes, _ done: @escaping @Sendable () -> Void) {
+        var next: (line: WrittenBytes, done: @Sendable () -> Void)? = (line, done)
         while let current = next {
             if let error = output.write(current.line) { logger.error("\(error)") }
             current.done()

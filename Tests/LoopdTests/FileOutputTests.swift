@@ -1,4 +1,5 @@
 import Foundation
+import LoopdCore
 import Testing
 
 @testable import loopd
@@ -34,6 +35,26 @@ struct FileOutputTests {
     }
 
     func line(_ number: Int) -> [UInt8] { Array("{\"flush\":\(number),\"padding\":\"0123456789\"}\n".utf8) }
+
+    /// The daemon hands the writer the buffer a flush's line was formatted into, not a copy.
+    @Test func aLineIsWrittenFromTheBufferItWasFormattedInto() throws {
+        let path = temporaryPath()
+        defer { unlink(path) }
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 100)
+        feed(ingest, (0..<50).map { "name.\($0):\($0)|c|#tag:\($0)" }.joined(separator: "\n"))
+        let flush = Flush(
+            table: ingest.endInterval(expireAfter: 0), timestamp: 5, intervalSeconds: 1, internalMetrics: [])
+        let summaries = flush.summaries()
+        let written = JSONLinesFormat.write(flush, summaries)
+        let expected = JSONLinesFormat.format(flush, summaries)
+        #expect(written.count == expected.count)
+        #expect(written.withUnsafeBytes { Array($0) } == expected)
+        let output = try FileOutput(path: path, write: FailingWrite(budget: .max).call)
+        #expect(output.write(written) == nil)
+        #expect(output.write(written) == nil)
+        let content = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(content == expected + expected)
+    }
 
     @Test func aWriteThatFailsMidLineIsTakenBackAndCounted() throws {
         let path = temporaryPath()
