@@ -306,12 +306,16 @@ public struct Flush: Sendable {
             let kind = table.kind(series)
             let value =
                 kind == .set ? Double(table.setMembers[Int32(series)]?.count ?? 0) : table.sums[series].current
+            // Only sampled kinds have statistics and buckets: the others look up neither
+            // dictionary (each look-up hashes the index).
+            let sampled = kind.isSampled
             summaries.append(
                 Summary(
                     series: series, kind: kind, hasData: table.lastSeen[series] == table.interval, value: value,
-                    total: table.sums[series].total, totalSum: table.totalSum[series], stats: stats[Int32(series)],
-                    buckets: buckets[Int32(series)] ?? [],
-                    bucketBounds: kind.isSampled && !bucketBounds.isEmpty
+                    total: table.sums[series].total, totalSum: table.totalSum[series],
+                    stats: sampled ? stats[Int32(series)] : nil,
+                    buckets: sampled ? buckets[Int32(series)] ?? [] : [],
+                    bucketBounds: sampled && !bucketBounds.isEmpty
                         ? table.seriesOptions(series).buckets ?? bucketBounds : []))
         }
     }

@@ -159,6 +159,17 @@ extension OutputBytes {
     /// `-0` is written as such).
     func append(integer value: Int64, negative: Bool) {
         var magnitude = value.magnitude
+        // Most counts are small: one or two digits without the loop below.
+        if magnitude < 100 && !negative {
+            if magnitude < 10 { return append(UInt8(truncatingIfNeeded: 48 &+ magnitude)) }
+            if capacity &- count < 2 { grow(toHold: 2) }
+            let tens = (magnitude &* 205) &>> 11  // magnitude / 10, exact below 1,029
+            base.storeBytes(of: UInt8(truncatingIfNeeded: 48 &+ tens), toByteOffset: count, as: UInt8.self)
+            base.storeBytes(
+                of: UInt8(truncatingIfNeeded: 48 &+ magnitude &- tens &* 10), toByteOffset: count &+ 1, as: UInt8.self)
+            count &+= 2
+            return
+        }
         // 19 digits and a sign at most; written from the end, then copied at once.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
             var start = digits.count
@@ -190,6 +201,26 @@ extension OutputBytes {
 
     /// `bytes` as a JSON string; see `append(jsonString:)`.
     func append(jsonString bytes: UnsafeRawBufferPointer) {
+        // The usual name: eight bytes or more, none to escape, and room for it and its quotes.
+        // Checked a word at a time (the last word overlapping the one before), then copied
+        // with its quotes at once.
+        let length = bytes.count
+        if length >= 8 && capacity &- count >= length &+ 2 {
+            var clean = !Self.needsEscape(bytes.loadUnaligned(fromByteOffset: length &- 8, as: UInt64.self))
+            var index = 0
+            while clean && index &+ 8 < length {
+                clean = !Self.needsEscape(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                index &+= 8
+            }
+            if clean {
+                let start = base + count
+                start.storeBytes(of: UInt8(ascii: "\""), as: UInt8.self)
+                (start + 1).copyMemory(from: bytes.baseAddress!, byteCount: length)
+                start.storeBytes(of: UInt8(ascii: "\""), toByteOffset: length &+ 1, as: UInt8.self)
+                count &+= length &+ 2
+                return
+            }
+        }
         append(UInt8(ascii: "\""))
         // Runs of bytes that need no escape (most names are one) are copied at once, and found
         // eight bytes at a time.

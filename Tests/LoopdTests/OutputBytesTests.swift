@@ -16,8 +16,9 @@ struct OutputBytesTests {
     }
 
     /// JSON strings are scanned eight bytes at a time: every byte value at every position of
-    /// strings of every length up to 24 (three words), and random strings mixing what needs an escape with
-    /// what does not, come out as a byte-by-byte escaper writes them.
+    /// strings of every length up to 24 (three words), with room in the buffer and with one byte
+    /// too few for the string and its quotes, and random strings mixing what needs an escape
+    /// with what does not, come out as a byte-by-byte escaper writes them.
     @Test func aJSONStringIsEscapedWhereverTheBytesToEscapeAre() {
         func reference(_ bytes: [UInt8]) -> [UInt8] {
             var out: [UInt8] = [UInt8(ascii: "\"")]
@@ -31,10 +32,13 @@ struct OutputBytesTests {
             }
             return out + [UInt8(ascii: "\"")]
         }
-        func written(_ bytes: [UInt8]) -> [UInt8] {
+        // After `filler` bytes, in a buffer of 256: with room to spare, and with too little
+        // room for the string and its quotes, which then grows it on the way.
+        func written(_ bytes: [UInt8], after filler: Int = 0) -> [UInt8] {
             let out = OutputBytes(capacity: 16)
+            out.append(contentsOf: [UInt8](repeating: UInt8(ascii: "x"), count: filler))
             bytes.withUnsafeBytes { out.append(jsonString: $0) }
-            return out.bytes
+            return Array(out.bytes.dropFirst(filler))
         }
         var wrong: [[UInt8]] = []
         for length in 0...24 {
@@ -43,6 +47,7 @@ struct OutputBytesTests {
                     var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
                     if length > 0 { bytes[position] = value }
                     if written(bytes) != reference(bytes) { wrong.append(bytes) }
+                    if written(bytes, after: 256 - length - 1) != reference(bytes) { wrong.append(bytes) }
                 }
             }
         }
@@ -122,6 +127,26 @@ struct OutputBytesTests {
                 out.append(UInt8(ascii: ","))
                 expected += Array(value.description.utf8) + [UInt8(ascii: ",")]
             }
+            #expect(out.bytes == expected, "filler \(filler)")
+        }
+    }
+
+    /// Integers as their description, whatever their size or sign, also where a short one is
+    /// the one that fills the buffer: one- and two-digit ones take a path of their own.
+    @Test func anIntegerIsWrittenAsItsDescription() {
+        var values = (-1_000...1_000).map(Int64.init)
+        values += [Int64.max, Int64.min + 1, 1_000_000_007, -99_999, 1_028, 1_029, 10_000]
+        for filler in [0, 254, 255] {
+            let out = OutputBytes(capacity: 0)
+            var expected = [UInt8](repeating: UInt8(ascii: "x"), count: filler)
+            out.append(contentsOf: expected)
+            for value in values {
+                out.append(integer: Int64(value.magnitude), negative: value < 0)
+                out.append(UInt8(ascii: ","))
+                expected += Array(String(value).utf8) + [UInt8(ascii: ",")]
+            }
+            out.append(integer: 0, negative: true)
+            expected += Array("-0".utf8)
             #expect(out.bytes == expected, "filler \(filler)")
         }
     }
