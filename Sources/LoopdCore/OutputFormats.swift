@@ -77,27 +77,42 @@ public enum JSONLinesFormat {
             out.append(UInt8(ascii: "}"))
         }
         // The loops read the summaries in place: iterating them would copy each (and retain
-        // its arrays) once per loop.
-        for kind in [MetricKind.counter, .gauge] {
-            open(kind == .counter ? "counters" : "gauges")
-            var first = true
-            for index in summaries.indices where summaries[index].kind == kind {
-                series(summaries[index].series, &first)
-                let value = summaries[index].value
-                out.append(ascii: ",\"value\":")
-                out.append(number: value)
-                if kind == .counter, (value / flush.intervalSeconds).isFinite {
-                    out.append(ascii: ",\"rate\":")
-                    out.append(number: value / flush.intervalSeconds)
-                }
-                out.append(UInt8(ascii: "}"))
+        // its arrays) once per loop. One pass writes the counters and finds the other kinds'
+        // summaries, which come after them.
+        var gauges: [Int] = []
+        var sampled: [Int] = []
+        var sets: [Int] = []
+        func valueSeries(_ index: Int, _ first: inout Bool) {
+            series(summaries[index].series, &first)
+            let value = summaries[index].value
+            out.append(ascii: ",\"value\":")
+            out.append(number: value)
+            if summaries[index].kind == .counter, (value / flush.intervalSeconds).isFinite {
+                out.append(ascii: ",\"rate\":")
+                out.append(number: value / flush.intervalSeconds)
             }
-            for metric in flush.internalMetrics where metric.kind == kind { internalMetric(metric, &first) }
-            out.append(UInt8(ascii: "]"))
+            out.append(UInt8(ascii: "}"))
         }
-        open("timers")
+        open("counters")
         var first = true
-        for index in summaries.indices where summaries[index].kind.isSampled {
+        for index in summaries.indices {
+            switch summaries[index].kind {
+            case .counter: valueSeries(index, &first)
+            case .gauge: gauges.append(index)
+            case .timer, .histogram, .distribution: sampled.append(index)
+            case .set: if summaries[index].hasData { sets.append(index) }
+            }
+        }
+        for metric in flush.internalMetrics where metric.kind == .counter { internalMetric(metric, &first) }
+        out.append(UInt8(ascii: "]"))
+        open("gauges")
+        first = true
+        for index in gauges { valueSeries(index, &first) }
+        for metric in flush.internalMetrics where metric.kind == .gauge { internalMetric(metric, &first) }
+        out.append(UInt8(ascii: "]"))
+        open("timers")
+        first = true
+        for index in sampled {
             let summary = summaries[index]
             guard let stats = summary.stats else { continue }
             series(summary.series, &first)
@@ -123,7 +138,7 @@ public enum JSONLinesFormat {
         out.append(UInt8(ascii: "]"))
         open("sets")
         first = true
-        for index in summaries.indices where summaries[index].kind == .set && summaries[index].hasData {
+        for index in sets {
             series(summaries[index].series, &first)
             out.append(ascii: ",\"count\":")
             out.append(number: summaries[index].value)
