@@ -16,9 +16,9 @@ struct OutputBytesTests {
     }
 
     /// JSON strings are scanned eight bytes at a time: every byte value at every position of
-    /// strings of every length up to 24 (three words), with room in the buffer and with one byte
-    /// too few for the string and its quotes, and random strings mixing what needs an escape
-    /// with what does not, come out as a byte-by-byte escaper writes them.
+    /// strings of every length up to 24 (three words), with room to spare in the buffer, room
+    /// for the string and its quotes exactly, and one byte too few, and random strings mixing
+    /// what needs an escape with what does not, come out as a byte-by-byte escaper writes them.
     @Test func aJSONStringIsEscapedWhereverTheBytesToEscapeAre() {
         func reference(_ bytes: [UInt8]) -> [UInt8] {
             var out: [UInt8] = [UInt8(ascii: "\"")]
@@ -47,6 +47,8 @@ struct OutputBytesTests {
                     var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
                     if length > 0 { bytes[position] = value }
                     if written(bytes) != reference(bytes) { wrong.append(bytes) }
+                    // Room for the string and its quotes exactly, and one byte short.
+                    if written(bytes, after: 256 - length - 2) != reference(bytes) { wrong.append(bytes) }
                     if written(bytes, after: 256 - length - 1) != reference(bytes) { wrong.append(bytes) }
                 }
             }
@@ -148,6 +150,16 @@ struct OutputBytesTests {
             out.append(integer: 0, negative: true)
             expected += Array("-0".utf8)
             #expect(out.bytes == expected, "filler \(filler)")
+        }
+        // Each short one alone where the first buffer (256 bytes) has 0, 1 or 2 bytes left: a
+        // write past its end shows under AddressSanitizer, which CI runs this suite with.
+        for value in -99...99 as ClosedRange<Int64> {
+            for filler in [254, 255, 256] {
+                let out = OutputBytes(capacity: 0)
+                out.append(contentsOf: [UInt8](repeating: UInt8(ascii: "x"), count: filler))
+                out.append(integer: Int64(value.magnitude), negative: value < 0)
+                #expect(Array(out.bytes.dropFirst(filler)) == Array(String(value).utf8), "\(value), filler \(filler)")
+            }
         }
     }
 
