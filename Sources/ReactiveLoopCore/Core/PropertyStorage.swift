@@ -103,15 +103,20 @@ final class _PropertyStorage<Value>: ManagedBuffer<Value, UInt64> {
         }
     }
 
+    /// Changes the value with `action` and delivers the new value, unless `delivers`, asked
+    /// while owning the delivery, says that nothing observes it (building and delivering a
+    /// value to no observer is work an owner that knows better can skip).
     @inlinable
-    func modify<Result>(_ action: (inout Value) throws -> Result) rethrows -> Result {
+    func modify<Result>(
+        delivering delivers: () -> Bool = { true }, _ action: (inout Value) throws -> Result
+    ) rethrows -> Result {
         try withCore { core in
             let owned = core.beginExclusive()
             var event: Signal<Value, Never>.Event?
             defer { core.endExclusive(delivering: event, owned: owned) }
             return try withLock { current in
                 let result = try action(&current)
-                event = .value(current)
+                if delivers() { event = .value(current) }
                 return result
             }
         }
