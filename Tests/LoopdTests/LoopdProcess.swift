@@ -13,7 +13,8 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
     private let stderrPipe = Pipe()
     private let stderrLock = NSLock()
     private var stderrBuffer = ""  // Guarded by stderrLock; appended to by the pipe's handler.
-    private var stderrText: String { stderrLock.withLock { stderrBuffer } }
+    /// What loopd wrote to standard error so far (its log, and a sanitizer's report).
+    var stderrText: String { stderrLock.withLock { stderrBuffer } }
     private(set) var port = 0
 
     static var binary: URL {
