@@ -2,9 +2,10 @@
 /// the socket gives it, so that tests drive it with times of their own.
 ///
 /// The socket calls `read()` for each datagram and `foundEmpty(at:)` when a read finds the
-/// receive buffer empty. Datagrams are counted over windows of at least the pause: at the
-/// first empty buffer after a window's end, reading starts pausing if the window's datagrams
-/// came at `datagramsPerPause` or more per pause, and stops pausing otherwise. While pausing,
+/// receive buffer empty or a batch of reads leaves it so. Datagrams are counted over windows
+/// of at least the pause: at the first empty buffer after a window's end, reading starts
+/// pausing if the window's datagrams came at `datagramsPerPause` or more per pause, and stops
+/// pausing otherwise. While pausing,
 /// every empty buffer starts a pause. A pause costs wake-ups and system calls of its own (a
 /// timer, the descriptor taken out of the poll and put back), which fewer datagrams would not
 /// repay; windows at least a pause long judge bursts by what they add up to, not by the gap

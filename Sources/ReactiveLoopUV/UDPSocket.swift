@@ -24,7 +24,9 @@ public struct Datagram: Sendable {
 /// per system call, into one buffer that the datagrams' bytes view without a copy. A call offers
 /// all 20 slots after a batch that filled every slot, else one more than the last batch filled
 /// (and at least 4), so that a quiet socket's reads prepare few message headers and a busy
-/// one's take 20 at a time. Reading
+/// one's take 20 at a time. A batch that fills fewer slots than it was offered has emptied the
+/// socket: reading stops there until the socket is readable again, without the call that
+/// would find it empty (a datagram that arrives in between makes it readable at once). Reading
 /// starts when `datagrams` is started and stops when its run is disposed; meanwhile datagrams
 /// wait in the socket's receive buffer (and the kernel drops what overflows it).
 ///
@@ -56,6 +58,13 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     @exclusivity(unchecked) private(set) var offeredSlots = UDPSocket.batch
     // Datagrams the current batch has delivered so far (loop thread).
     @exclusivity(unchecked) private var filledSlots = 0
+    // Whether the last batch filled fewer slots than it was offered, so emptied the socket
+    // (loop thread): the next read is declined, which ends libuv's reads until the socket is
+    // readable again. On a quiet socket that read found nothing at the cost of a system call
+    // and the message headers of its slots.
+    @exclusivity(unchecked) private var emptied = false
+    /// The `recvmmsg` (or `recvmsg`) calls made so far (loop thread; tests read it).
+    @exclusivity(unchecked) private(set) var reads = 0
     // The read pause in nanoseconds as set (0: none), from any thread.
     private let readPauseSet: Synchronization.Atomic<UInt64>
     /// When reading pauses (loop thread; tests read it).
@@ -280,17 +289,20 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
 
     private func startReceiving() -> UVError? {
         // A run stopped mid-batch never saw the batch's end.
-        filledSlots = 0
+        (filledSlots, emptied) = (0, false)
         let status = uv_udp_recv_start(
             udp,
             { handle, _, buf in
-                let bytes = UDPSocket.withOwner(of: handle) { socket in
+                let bytes = UDPSocket.withOwner(of: handle) { socket -> UnsafeMutableRawBufferPointer in
+                    // Declined with an empty buffer: libuv reports `UV_ENOBUFS` and stops reading.
+                    if socket.emptied { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }
+                    socket.reads &+= 1
                     let bytes = socket.buffer.nextBytes()
                     guard socket.isBatchingReceives else { return bytes }
                     return UnsafeMutableRawBufferPointer(
                         rebasing: bytes[..<Swift.min(bytes.count, socket.offeredSlots * UDPSocket.slot)])
                 }
-                buf!.pointee = uv_buf_init(bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+                buf!.pointee = uv_buf_init(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
             },
             { handle, nread, buf, address, flags in
                 UDPSocket.withOwner(of: handle) { $0.received(nread, buf!.pointee, address, flags) }
@@ -301,6 +313,11 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     private func received(_ count: Int, _ buf: uv_buf_t, _ address: UnsafePointer<sockaddr>?, _ flags: UInt32) {
         loop.assertInEventLoop()
         if count < 0 {
+            if count == Int(UV_ENOBUFS.rawValue) && emptied {
+                // The read declined after a batch that emptied the socket.
+                emptied = false
+                return foundNothingLeft()
+            }
             if handle != nil { uv_udp_recv_stop(udp) }
             return reader.fail(UVError(code: Int32(count), operation: "UDPSocket.datagrams (recv)"))
         }
@@ -308,13 +325,11 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
             filledSlots += 1
         } else if flags & UInt32(UV_UDP_MMSG_FREE.rawValue) != 0 {
             // The end of a batch: size the next call's offer.
+            emptied = filledSlots < offeredSlots
             offeredSlots = filledSlots >= offeredSlots ? Self.batch : Swift.max(filledSlots + 1, Self.fewestSlots)
             filledSlots = 0
         } else if count == 0 && address == nil {
-            // Nothing left to read.
-            pacer.set(pause: readPauseSet.load(ordering: .relaxed))
-            if pacer.pause != 0 { foundEmpty() }
-            return
+            return foundNothingLeft()
         }
         // No address: the end of a batch (or nothing to read); the buffer is free again.
         guard let address, let sender = SocketAddress(address), let storage = buffer.current else { return }
@@ -325,7 +340,13 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
         reader.observer?.send(value: Datagram(bytes: bytes, sender: sender, isTruncated: truncated))
     }
 
-    /// A read found the receive buffer empty: pauses reading if the pacer says so.
+    /// Nothing is left to read: a read found the socket empty, or a batch emptied it.
+    private func foundNothingLeft() {
+        pacer.set(pause: readPauseSet.load(ordering: .relaxed))
+        if pacer.pause != 0 { foundEmpty() }
+    }
+
+    /// The receive buffer was found empty: pauses reading if the pacer says so.
     private func foundEmpty() {
         let now = _WallClockMapping.monotonicNow
         guard let pause = pacer.foundEmpty(at: now), handle != nil, reader.observer != nil else { return }

@@ -228,6 +228,35 @@ struct UDPTests {
         }
     }
 
+    @Test func aBatchThatEmptiesTheSocketEndsItsReadsAndWhatCameMeanwhileIsReadNext() throws {
+        try withLoop { loop in
+            let server = try UDPSocket(
+                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 1 << 20)
+            try #require(server.isBatchingReceives)
+            let port = server.localAddress.port
+            let recorder = Recorder<Datagram, UVError>()
+            // "second" is sent from the callback of "first", before the batch that read "first"
+            // ends: that batch filled 1 slot of 20 and ended the reads, and "second" stays
+            // waiting in the socket until the loop finds it readable again.
+            server.datagrams
+                .on(value: { datagram in
+                    if datagram.bytes.description == "first" { self.send(["second"], to: port) }
+                })
+                .start(recorder.observer(loop))
+            send(["first"], to: port)
+            #expect(eventually { recorder.values.value.count == 2 })
+            #expect(recorder.values.value.map(\.bytes.description) == ["first", "second"])
+            // One call each: none that finds the socket empty.
+            #expect(onLoop(loop) { server.reads } == 2)
+            for index in 0..<3 {
+                sendRawDatagrams(to: port, count: 1)
+                #expect(eventually { recorder.values.value.count == index + 3 })
+                #expect(onLoop(loop) { server.reads } == index + 3)
+            }
+            #expect(recorder.ending.value == nil)
+        }
+    }
+
     /// Sends `payloads` from one socket to `port` on 127.0.0.1.
     private func send(_ payloads: [String], to port: Int) {
         let sender = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
