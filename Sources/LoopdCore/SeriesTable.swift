@@ -549,32 +549,34 @@ public struct SeriesTable: Sendable {
         sketches = [:]
         var expired = 0
         let ending = interval
-        // Through pointers: a write into a column shared with `ended` copies it once, then each
-        // write would check again that it is not shared.
-        var sums = self.sums
-        self.sums = []
-        keyBytes.withUnsafeBufferPointer { keys in
-            keyEnds.withUnsafeBufferPointer { keyEnds in
-                lastSeen.withUnsafeBufferPointer { lastSeen in
-                    sums.withUnsafeMutableBufferPointer { sums in
-                        for series in 0..<keyEnds.count {
-                            if keys[series == 0 ? 0 : keyEnds[series - 1]] != MetricKind.gauge.rawValue {
-                                sums[series].current = 0
+        // The sums are shared with `ended`: the next interval's are written anew, each from the
+        // ended one, rather than copied and then reset (a copy, then a check at each write
+        // that the column is not shared).
+        let endedSums = sums
+        sums = [Sums](unsafeUninitializedCapacity: endedSums.count) { next, initialized in
+            keyBytes.withUnsafeBufferPointer { keys in
+                keyEnds.withUnsafeBufferPointer { keyEnds in
+                    lastSeen.withUnsafeBufferPointer { lastSeen in
+                        endedSums.withUnsafeBufferPointer { ended in
+                            for series in 0..<ended.count {
+                                let isGauge = keys[series == 0 ? 0 : keyEnds[series - 1]] == MetricKind.gauge.rawValue
+                                // A gauge keeps its value; every other kind starts from zero.
+                                (next.baseAddress! + series).initialize(
+                                    to: Sums(current: isGauge ? ended[series].current : 0, total: ended[series].total))
+                                if Self.isIdle(lastSeen[series], at: ending, expireAfter: expireAfter) { expired += 1 }
                             }
-                            if Self.isIdle(lastSeen[series], at: ending, expireAfter: expireAfter) { expired += 1 }
                         }
                     }
                 }
             }
+            initialized = endedSums.count
         }
-        self.sums = sums
         if sampledInInterval {
-            for series in 0..<count where kind(series).isSampled {
-                intervalSum[series] = 0
-                intervalSumSquares[series] = 0
-                intervalM2[series] = 0
-                intervalSamples[series] = 0
-            }
+            // Zero for every series: the other kinds never write these columns.
+            intervalSum = [Double](repeating: 0, count: count)
+            intervalSumSquares = [Double](repeating: 0, count: count)
+            intervalM2 = [Double](repeating: 0, count: count)
+            intervalSamples = [UInt32](repeating: 0, count: count)
         }
         if expired > 0 { removeIdle(expireAfter: expireAfter, keeping: count - expired) }
         interval &+= 1

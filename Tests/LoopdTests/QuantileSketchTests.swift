@@ -203,6 +203,21 @@ struct QuantileSketchTests {
         #expect(!stats.approximate)
         #expect(stats.percentile(50) == Double(SeriesTable.exactSamples / 2))
     }
+
+    @Test func eachIntervalKeepsItsOwnExactSamples() throws {
+        // A series with as many samples as are kept exact, in each of three intervals: the
+        // count of exact samples starts again at each, so none goes to a sketch.
+        let ingest = Ingest(maxLineLength: 1024, maxSeries: 10)
+        for interval in 0..<3 {
+            var lines = ""
+            for value in 1...SeriesTable.exactSamples { lines += "t:\(value + interval)|ms\n" }
+            feed(ingest, lines)
+            let stats = try #require(flush(ingest).stats["t"]).stats
+            #expect(!stats.approximate, "interval \(interval)")
+            #expect(stats.samples == SeriesTable.exactSamples)
+            #expect(stats.min == Double(1 + interval) && stats.max == Double(SeriesTable.exactSamples + interval))
+        }
+    }
 }
 
 extension SplitMix64 {
