@@ -302,21 +302,25 @@ public struct Flush: Sendable {
             summaries.removeAll(keepingCapacity: true)
         }
         if summaries.capacity < table.count { summaries.reserveCapacity(table.count + table.count / 8) }
-        for series in 0..<table.count {
-            let kind = table.kind(series)
-            let value =
-                kind == .set ? Double(table.setMembers[Int32(series)]?.count ?? 0) : table.sums[series].current
-            // Only sampled kinds have statistics and buckets: the others look up neither
-            // dictionary (each look-up hashes the index).
-            let sampled = kind.isSampled
-            summaries.append(
-                Summary(
-                    series: series, kind: kind, hasData: table.lastSeen[series] == table.interval, value: value,
-                    total: table.sums[series].total, totalSum: table.totalSum[series],
-                    stats: sampled ? stats[Int32(series)] : nil,
-                    buckets: sampled ? buckets[Int32(series)] ?? [] : [],
-                    bucketBounds: sampled && !bucketBounds.isEmpty
-                        ? table.seriesOptions(series).buckets ?? bucketBounds : []))
+        let interval = table.interval
+        // The columns in place: each read of an array checks its bounds.
+        table.withCopyColumns { columns in
+            for series in 0..<columns.count {
+                let kind = columns.kind(series)
+                let sums = columns.sums[series]
+                let value = kind == .set ? Double(table.setMembers[Int32(series)]?.count ?? 0) : sums.current
+                // Only sampled kinds have statistics and buckets: the others look up neither
+                // dictionary (each look-up hashes the index).
+                let sampled = kind.isSampled
+                summaries.append(
+                    Summary(
+                        series: series, kind: kind, hasData: columns.lastSeen[series] == interval, value: value,
+                        total: sums.total, totalSum: columns.totalSum[series],
+                        stats: sampled ? stats[Int32(series)] : nil,
+                        buckets: sampled ? buckets[Int32(series)] ?? [] : [],
+                        bucketBounds: sampled && !bucketBounds.isEmpty
+                            ? table.seriesOptions(series).buckets ?? bucketBounds : []))
+            }
         }
     }
 

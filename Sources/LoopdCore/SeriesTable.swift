@@ -1009,9 +1009,9 @@ public struct SeriesTable: Sendable {
         return state.merge(tables)
     }
 
-    /// The columns of a table that a merge reads for each series (its copy of the series), in
-    /// place.
-    fileprivate struct CopyColumns {
+    /// The columns of a table that a merge reads for each series (its copy of the series), and
+    /// a flush's summaries, in place.
+    struct CopyColumns {
         let keys: UnsafeBufferPointer<UInt8>
         let keyEnds: UnsafeBufferPointer<KeyOffset>
         let lastSeen: UnsafeBufferPointer<UInt32>
@@ -1027,9 +1027,9 @@ public struct SeriesTable: Sendable {
         }
     }
 
-    /// Calls `body` with the columns a merge reads, in place.
+    /// Calls `body` with the columns a merge and a flush's summaries read, in place.
     @inline(__always)
-    fileprivate func withCopyColumns<Result>(_ body: (CopyColumns) -> Result) -> Result {
+    func withCopyColumns<Result>(_ body: (CopyColumns) -> Result) -> Result {
         keyBytes.withUnsafeBufferPointer { keys in
             keyEnds.withUnsafeBufferPointer { keyEnds in
                 lastSeen.withUnsafeBufferPointer { lastSeen in
