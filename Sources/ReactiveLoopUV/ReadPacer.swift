@@ -5,11 +5,10 @@
 /// receive buffer empty or a batch of reads leaves it so. Datagrams are counted over windows
 /// of at least the pause: at the first empty buffer after a window's end, reading starts
 /// pausing if the window's datagrams came at `datagramsPerPause` or more per pause, and stops
-/// pausing otherwise. While pausing,
-/// every empty buffer starts a pause. A pause costs wake-ups and system calls of its own (a
-/// timer, the descriptor taken out of the poll and put back), which fewer datagrams would not
-/// repay; windows at least a pause long judge bursts by what they add up to, not by the gap
-/// between two datagrams of one burst.
+/// pausing otherwise. While pausing, every empty buffer starts a pause. A pause costs wake-ups
+/// and system calls of its own (a timer, the descriptor taken out of the poll and put back),
+/// which fewer datagrams would not repay; windows at least a pause long judge bursts by what
+/// they add up to, not by the gap between two datagrams of one burst.
 ///
 /// The pause taken (`current`) starts at the pause as set, halves (down to 1/64 of it) after
 /// a pause that left the receive buffer a quarter full or more, and doubles back after one
@@ -52,8 +51,8 @@ struct _ReadPacer {
     @inline(__always)
     mutating func read() { windowCount &+= 1 }
 
-    /// A read found the receive buffer empty at `now`: the pause to take, in nanoseconds, or
-    /// nil to read on.
+    /// The receive buffer was found empty at `now`: the pause to take, in nanoseconds, or nil
+    /// to read on.
     mutating func foundEmpty(at now: UInt64) -> UInt64? {
         guard pause != 0 else { return nil }
         guard windowStart != 0 else {

@@ -25,10 +25,14 @@ public struct Datagram: Sendable {
 /// all 20 slots after a batch that filled every slot, else one more than the last batch filled
 /// (and at least 4), so that a quiet socket's reads prepare few message headers and a busy
 /// one's take 20 at a time. A batch that fills fewer slots than it was offered has emptied the
-/// socket: reading stops there until the socket is readable again, without the call that
-/// would find it empty (a datagram that arrives in between makes it readable at once). Reading
-/// starts when `datagrams` is started and stops when its run is disposed; meanwhile datagrams
-/// wait in the socket's receive buffer (and the kernel drops what overflows it).
+/// socket (or met an error, which the next read reports): the wake-up's reads end there,
+/// without the call that would find the socket empty, and the next wake-up comes when the
+/// loop's poll finds the socket readable (libuv's poll is level-triggered: a datagram that
+/// arrived in between is found at the next turn of the loop). Reading starts when `datagrams`
+/// is started and stops when its run is disposed; meanwhile datagrams wait in the socket's
+/// receive buffer (and the kernel drops what overflows it). A run disposed from inside its own
+/// `datagrams` callback loses the rest of the batch being delivered (at most 19 datagrams),
+/// which libuv has already taken from the kernel.
 ///
 /// A socket made with a `readPause` reads busy traffic in fewer, fuller calls: see
 /// `init(boundTo:on:receiveBufferSize:reuseAddress:reusePort:readPause:)`.
@@ -53,18 +57,22 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     // Slots offered to the next `recvmmsg` (loop thread): all of them (`batch`) after a batch
     // that filled every slot, else one more than the last batch filled, and at least
     // `fewestSlots`. libuv prepares a message header for every slot it is offered, at every
-    // call, and on a quiet socket a wake-up's calls return one datagram, then none: offering
-    // all 20 cost about 800 instructions a wake-up.
+    // call, and on a quiet socket a wake-up's call returns one datagram: offering all 20 cost
+    // about 800 instructions a wake-up.
     @exclusivity(unchecked) private(set) var offeredSlots = UDPSocket.batch
     // Datagrams the current batch has delivered so far (loop thread).
     @exclusivity(unchecked) private var filledSlots = 0
-    // Whether the last batch filled fewer slots than it was offered, so emptied the socket
-    // (loop thread): the next read is declined, which ends libuv's reads until the socket is
-    // readable again. On a quiet socket that read found nothing at the cost of a system call
-    // and the message headers of its slots.
+    // Whether the last batch filled fewer slots than it was offered, so emptied the socket,
+    // and libuv goes on reading in this wake-up (loop thread): its next read is declined,
+    // which ends the wake-up's reads. On a quiet socket that read found nothing at the cost of
+    // a system call and the message headers of its slots.
     @exclusivity(unchecked) private var emptied = false
+    // Datagrams read in the current wake-up, against libuv's `readsPerWakeUp` (loop thread).
+    @exclusivity(unchecked) private var readInWakeUp = 0
     /// The `recvmmsg` (or `recvmsg`) calls made so far (loop thread; tests read it).
     @exclusivity(unchecked) private(set) var reads = 0
+    /// The reads declined so far after a batch that emptied the socket (loop thread; tests).
+    @exclusivity(unchecked) private(set) var declinedReads = 0
     // The read pause in nanoseconds as set (0: none), from any thread.
     private let readPauseSet: Synchronization.Atomic<UInt64>
     /// When reading pauses (loop thread; tests read it).
@@ -88,6 +96,10 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     /// The fewest slots a `recvmmsg` call is offered: a burst after a quiet spell then takes
     /// one short call before the full batches.
     static let fewestSlots = 4
+    /// The datagrams libuv reads in one wake-up at most (its `uv__udp_recvmsg`: 32 in every
+    /// version to date). A batch that reaches it ends the wake-up's reads without another
+    /// read, so the next read is not declined.
+    static let readsPerWakeUp = 32
 
     /// Creates a socket bound to `address` on `loop`.
     ///
@@ -108,7 +120,7 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     ///     at once, so a busy socket read without a pause spends a system call (or two) and often
     ///     a wake-up on each datagram. With a pause, datagrams are counted over windows at least
     ///     `readPause` long; while the last window's came at 8 or more per `readPause`, each read
-    ///     that finds the buffer empty stops reading for `readPause`, on a timer of the loop, and
+    ///     that empties the buffer stops reading for `readPause`, on a timer of the loop, and
     ///     the reads after it take what has arrived, up to 20 datagrams a call. Slower datagrams
     ///     are read as they come: a pause costs wake-ups and system calls of its own, which fewer
     ///     would not repay. A run's first window opens at its first empty buffer, so it starts
@@ -289,13 +301,17 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
 
     private func startReceiving() -> UVError? {
         // A run stopped mid-batch never saw the batch's end.
-        (filledSlots, emptied) = (0, false)
+        (filledSlots, emptied, readInWakeUp) = (0, false, 0)
         let status = uv_udp_recv_start(
             udp,
             { handle, _, buf in
                 let bytes = UDPSocket.withOwner(of: handle) { socket -> UnsafeMutableRawBufferPointer in
-                    // Declined with an empty buffer: libuv reports `UV_ENOBUFS` and stops reading.
-                    if socket.emptied { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }
+                    // Declined with an empty buffer: libuv reports `UV_ENOBUFS` and ends the
+                    // wake-up's reads (reading stays started).
+                    if socket.emptied {
+                        socket.declinedReads &+= 1
+                        return UnsafeMutableRawBufferPointer(start: nil, count: 0)
+                    }
                     socket.reads &+= 1
                     let bytes = socket.buffer.nextBytes()
                     guard socket.isBatchingReceives else { return bytes }
@@ -313,6 +329,7 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     private func received(_ count: Int, _ buf: uv_buf_t, _ address: UnsafePointer<sockaddr>?, _ flags: UInt32) {
         loop.assertInEventLoop()
         if count < 0 {
+            readInWakeUp = 0
             if count == Int(UV_ENOBUFS.rawValue) && emptied {
                 // The read declined after a batch that emptied the socket.
                 emptied = false
@@ -324,11 +341,16 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
         if flags & UInt32(UV_UDP_MMSG_CHUNK.rawValue) != 0 {
             filledSlots += 1
         } else if flags & UInt32(UV_UDP_MMSG_FREE.rawValue) != 0 {
-            // The end of a batch: size the next call's offer.
-            emptied = filledSlots < offeredSlots
+            // The end of a batch: size the next call's offer, and decline it if the batch
+            // emptied the socket and libuv would read on.
+            readInWakeUp += filledSlots
+            let readsOn = readInWakeUp < Self.readsPerWakeUp
+            emptied = filledSlots < offeredSlots && readsOn
+            if !readsOn { readInWakeUp = 0 }
             offeredSlots = filledSlots >= offeredSlots ? Self.batch : Swift.max(filledSlots + 1, Self.fewestSlots)
             filledSlots = 0
         } else if count == 0 && address == nil {
+            readInWakeUp = 0
             return foundNothingLeft()
         }
         // No address: the end of a batch (or nothing to read); the buffer is free again.

@@ -209,15 +209,7 @@ struct UDPTests {
             }
             // 64 waiting at once, the loop held until all are sent: a read of 4 fills its
             // slots, then reads of 20 (libuv ends a wake-up after 32 datagrams, so 44, then 20).
-            let holding = DispatchSemaphore(value: 0)
-            let held = DispatchSemaphore(value: 0)
-            loop.execute {
-                holding.signal()
-                held.wait()
-            }
-            holding.wait()
-            sendRawDatagrams(to: port, count: 64)
-            held.signal()
+            whileHolding(loop) { sendRawDatagrams(to: port, count: 64) }
             #expect(eventually { recorder.values.value.count == 67 })
             let burst = recorder.values.value.dropFirst(3)
             // Each read's datagrams sit in its buffer's slots from the first, 64 KiB apart.
@@ -254,7 +246,43 @@ struct UDPTests {
                 #expect(onLoop(loop) { server.reads } == index + 3)
             }
             #expect(recorder.ending.value == nil)
+            #expect(onLoop(loop) { server.declinedReads } == 5)
         }
+    }
+
+    @Test func aWakeUpThatEndsOnLibuvsBudgetLeavesTheNextOneItsFirstRead() throws {
+        try withLoop { loop in
+            let server = try UDPSocket(
+                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 1 << 20)
+            try #require(server.isBatchingReceives)
+            let port = server.localAddress.port
+            let recorder = Recorder<Datagram, UVError>()
+            server.datagrams.start(recorder.observer(loop))
+            // 32 waiting at once: a full batch of 20, then 12 of 20, which is short but ends
+            // the wake-up on libuv's budget of 32, so nothing is declined.
+            whileHolding(loop) { sendRawDatagrams(to: port, count: UDPSocket.readsPerWakeUp) }
+            #expect(eventually { recorder.values.value.count == UDPSocket.readsPerWakeUp })
+            #expect(onLoop(loop) { "\(server.reads) reads, \(server.declinedReads) declined" } == "2 reads, 0 declined")
+            // The next datagram's wake-up reads it at once (a decline left over from the last
+            // wake-up would end this one before any read), then declines the read after it.
+            sendRawDatagrams(to: port, count: 1)
+            #expect(eventually { recorder.values.value.count == UDPSocket.readsPerWakeUp + 1 })
+            #expect(onLoop(loop) { "\(server.reads) reads, \(server.declinedReads) declined" } == "3 reads, 1 declined")
+        }
+    }
+
+    /// Runs `body` while `loop`'s thread is held in a callback, so that what `body` sends
+    /// waits for the loop's next wake-up.
+    private func whileHolding(_ loop: EventLoop, _ body: () -> Void) {
+        let holding = DispatchSemaphore(value: 0)
+        let held = DispatchSemaphore(value: 0)
+        loop.execute {
+            holding.signal()
+            held.wait()
+        }
+        holding.wait()
+        body()
+        held.signal()
     }
 
     /// Sends `payloads` from one socket to `port` on 127.0.0.1.
