@@ -30,9 +30,9 @@ public struct Datagram: Sendable {
 /// loop's poll finds the socket readable (libuv's poll is level-triggered: a datagram that
 /// arrived in between is found at the next turn of the loop). Reading starts when `datagrams`
 /// is started and stops when its run is disposed; meanwhile datagrams wait in the socket's
-/// receive buffer (and the kernel drops what overflows it). A run disposed from inside its own
-/// `datagrams` callback loses the rest of the batch being delivered (at most 19 datagrams),
-/// which libuv has already taken from the kernel.
+/// receive buffer (and the kernel drops what overflows it). A run disposed, or the socket
+/// closed, from inside the run's own callback loses the rest of the batch being delivered (at
+/// most 19 datagrams), which libuv has already taken from the kernel.
 ///
 /// A socket made with a `readPause` reads busy traffic in fewer, fuller calls: see
 /// `init(boundTo:on:receiveBufferSize:reuseAddress:reusePort:readPause:)`.
@@ -69,6 +69,9 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     @exclusivity(unchecked) private var emptied = false
     // Datagrams read in the current wake-up, against libuv's `readsPerWakeUp` (loop thread).
     @exclusivity(unchecked) private var readInWakeUp = 0
+    // How many datagram deliveries are under way, nested (loop thread): a run started from
+    // inside one goes on with the batch and the wake-up under way.
+    @exclusivity(unchecked) private var delivering = 0
     /// The `recvmmsg` (or `recvmsg`) calls made so far (loop thread; tests read it).
     @exclusivity(unchecked) private(set) var reads = 0
     /// The reads declined so far after a batch that emptied the socket (loop thread; tests).
@@ -215,7 +218,7 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
 
     /// How long reading pauses when datagrams come fast (see
     /// `init(boundTo:on:receiveBufferSize:reuseAddress:reusePort:readPause:)`); nil: it never
-    /// does. From any thread: a new value applies from the next read that finds the socket
+    /// does. From any thread: a new value applies from the next time reading finds the socket
     /// empty (a pause under way ends as it was set).
     ///
     /// - Precondition: a new value is at least 1 nanosecond and at most 1 second.
@@ -300,8 +303,10 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
     }
 
     private func startReceiving() -> UVError? {
-        // A run stopped mid-batch never saw the batch's end.
-        (filledSlots, emptied, readInWakeUp) = (0, false, 0)
+        // A run stopped mid-batch never saw the batch's end, unless this one starts inside a
+        // datagram's delivery: libuv then delivers the rest of that batch to it, and goes on
+        // with the same wake-up.
+        if delivering == 0 { (filledSlots, emptied, readInWakeUp) = (0, false, 0) }
         let status = uv_udp_recv_start(
             udp,
             { handle, _, buf in
@@ -345,24 +350,30 @@ public final class UDPSocket: _LoopOwnedHandle, @unchecked Sendable {  // Vars: 
             // emptied the socket and libuv would read on.
             readInWakeUp += filledSlots
             let readsOn = readInWakeUp < Self.readsPerWakeUp
-            emptied = filledSlots < offeredSlots && readsOn
+            let short = filledSlots < offeredSlots
+            emptied = short && readsOn
             if !readsOn { readInWakeUp = 0 }
-            offeredSlots = filledSlots >= offeredSlots ? Self.batch : Swift.max(filledSlots + 1, Self.fewestSlots)
+            offeredSlots = short ? Swift.max(filledSlots + 1, Self.fewestSlots) : Self.batch
             filledSlots = 0
+            // A short batch that ends the wake-up on libuv's budget emptied the socket too.
+            if short && !readsOn { foundNothingLeft() }
+            return
         } else if count == 0 && address == nil {
             readInWakeUp = 0
             return foundNothingLeft()
         }
-        // No address: the end of a batch (or nothing to read); the buffer is free again.
+        // A datagram (libuv gives each its sender's address).
         guard let address, let sender = SocketAddress(address), let storage = buffer.current else { return }
         let offset = UnsafeMutableRawPointer(buf.base!) - storage.base
         let bytes = ReceivedBytes(storage: storage, range: offset..<(offset + count))
         let truncated = flags & UInt32(UV_UDP_PARTIAL.rawValue) != 0
         pacer.read()
+        delivering &+= 1
         reader.observer?.send(value: Datagram(bytes: bytes, sender: sender, isTruncated: truncated))
+        delivering &-= 1
     }
 
-    /// Nothing is left to read: a read found the socket empty, or a batch emptied it.
+    /// Nothing is left to read: a read found the socket empty, or a short batch emptied it.
     private func foundNothingLeft() {
         pacer.set(pause: readPauseSet.load(ordering: .relaxed))
         if pacer.pause != 0 { foundEmpty() }

@@ -195,8 +195,7 @@ struct UDPTests {
 
     @Test func aQuietSocketOffersFewSlotsPerReadAndABurstAllOfThem() throws {
         try withLoop { loop in
-            let server = try UDPSocket(
-                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 1 << 20)
+            let server = try batchingSocket(on: loop)
             let port = server.localAddress.port
             let recorder = Recorder<Datagram, UVError>()
             server.datagrams.start(recorder.observer(loop))
@@ -222,9 +221,7 @@ struct UDPTests {
 
     @Test func aBatchThatEmptiesTheSocketEndsItsReadsAndWhatCameMeanwhileIsReadNext() throws {
         try withLoop { loop in
-            let server = try UDPSocket(
-                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 1 << 20)
-            try #require(server.isBatchingReceives)
+            let server = try batchingSocket(on: loop)
             let port = server.localAddress.port
             let recorder = Recorder<Datagram, UVError>()
             // "second" is sent from the callback of "first", before the batch that read "first"
@@ -252,9 +249,7 @@ struct UDPTests {
 
     @Test func aWakeUpThatEndsOnLibuvsBudgetLeavesTheNextOneItsFirstRead() throws {
         try withLoop { loop in
-            let server = try UDPSocket(
-                boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 1 << 20)
-            try #require(server.isBatchingReceives)
+            let server = try batchingSocket(on: loop)
             let port = server.localAddress.port
             let recorder = Recorder<Datagram, UVError>()
             server.datagrams.start(recorder.observer(loop))
@@ -269,6 +264,64 @@ struct UDPTests {
             #expect(eventually { recorder.values.value.count == UDPSocket.readsPerWakeUp + 1 })
             #expect(onLoop(loop) { "\(server.reads) reads, \(server.declinedReads) declined" } == "3 reads, 1 declined")
         }
+    }
+
+    @Test func aShortBatchThatEndsTheWakeUpOnLibuvsBudgetTellsThePacerTheSocketIsEmpty() throws {
+        try withLoop { loop in
+            let server = try batchingSocket(on: loop, readPause: .milliseconds(200))
+            let port = server.localAddress.port
+            let recorder = Recorder<Datagram, UVError>()
+            server.datagrams.start(recorder.observer(loop))
+            let budget = UDPSocket.readsPerWakeUp
+            // Twice 32 at once, each read as 20, then 12 of 20, the end of its wake-up: the
+            // first empty socket opens the pacer's first window, the second counts into it.
+            for round in 1...2 {
+                whileHolding(loop) { sendRawDatagrams(to: port, count: budget) }
+                #expect(eventually { recorder.values.value.count == round * budget })
+            }
+            // 300 ms on, one more: the window (200 ms or more) ends with 33 datagrams, more
+            // than 8 per 200 ms until 825 ms, so reading pauses. Had the window not opened at
+            // the first 32, this empty socket would open it, and no pause would start.
+            usleep(300_000)
+            sendRawDatagrams(to: port, count: 1)
+            #expect(eventually { recorder.values.value.count == 2 * budget + 1 })
+            #expect(onLoop(loop) { server.readPauses } == 1)
+        }
+    }
+
+    @Test func aRunStartedInsideTheLastRunsCallbackTakesTheRestOfItsBatch() throws {
+        try withLoop { loop in
+            let server = try batchingSocket(on: loop)
+            let port = server.localAddress.port
+            let second = Recorder<Datagram, UVError>()
+            let firstRun = Box<(any Disposable)?>(nil)
+            let firstValues = Box(0)
+            // 25 waiting: the first run takes one, and is disposed in its callback, where a
+            // second run starts. libuv delivers the other 19 of that batch of 20 to it, then
+            // reads on in the same wake-up: 5 of 20, and the read after them is declined.
+            whileHolding(loop) {
+                firstRun.value = server.datagrams.start(
+                    Signal<Datagram, UVError>.Observer(value: { _ in
+                        firstValues.modify { $0 += 1 }
+                        firstRun.value?.dispose()
+                        server.datagrams.start(second.observer(loop))
+                    }))
+                sendRawDatagrams(to: port, count: 25)
+            }
+            #expect(eventually { second.values.value.count == 24 })
+            #expect(firstValues.value == 1)
+            #expect(onLoop(loop) { "\(server.reads) reads, \(server.declinedReads) declined" } == "2 reads, 1 declined")
+            #expect(second.ending.value == nil)
+        }
+    }
+
+    /// A socket on 127.0.0.1 that reads with `recvmmsg`, with a receive buffer of 1 MiB.
+    private func batchingSocket(on loop: EventLoop, readPause: Duration? = nil) throws -> UDPSocket {
+        let socket = try UDPSocket(
+            boundTo: SocketAddress(host: "127.0.0.1", port: 0), on: loop, receiveBufferSize: 1 << 20,
+            readPause: readPause)
+        try #require(socket.isBatchingReceives)
+        return socket
     }
 
     /// Runs `body` while `loop`'s thread is held in a callback, so that what `body` sends
