@@ -32,7 +32,8 @@ public struct Datagram: Sendable {
 /// is started and stops when its run is disposed; meanwhile datagrams wait in the socket's
 /// receive buffer (and the kernel drops what overflows it). A run disposed, or the socket
 /// closed, from inside the run's own callback loses the rest of the batch being delivered (at
-/// most 19 datagrams), which libuv has already taken from the kernel.
+/// most 19 datagrams, which libuv has already taken from the kernel), unless a new run is
+/// started in that same callback: it gets them.
 ///
 /// A socket made with a `readPause` reads busy traffic in fewer, fuller calls: see
 /// `init(boundTo:on:receiveBufferSize:reuseAddress:reusePort:readPause:)`.
