@@ -29,6 +29,9 @@ final class _DeadlineQueue: @unchecked Sendable {  // All state is protected by 
 
     deinit { timer.cancel() }
 
+    /// The actions pending (tests).
+    var pendingCount: Int { lock.withLock { heap.count } }
+
     func schedule(at deadline: DispatchTime, _ action: @escaping () -> Void) -> any Disposable {
         let item = _TimedAction(deadline: deadline.uptimeNanoseconds, action: action, owner: self)
         lock.withLock { insertLocked(item) }

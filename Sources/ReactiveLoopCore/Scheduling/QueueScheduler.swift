@@ -32,6 +32,8 @@ public final class QueueScheduler: DateScheduler {
     private let handle: OpaquePointer?
     private let clock: _WallClockMapping
     private let timers: _DeadlineQueue
+    /// The one-shot timed actions pending (tests: a disposed one is gone at once).
+    var pendingTimedActions: Int { timers.pendingCount }
     private let lock = _Lock.make()
     // Protected by lock. Repeating timers, kept until disposed.
     private var repeating: [UInt64: any DispatchSourceTimer] = [:]
