@@ -149,20 +149,49 @@ public final class Ingest {
     /// Plain lines (`StatsDParser.plainLine(_:from:)`) of known series take a short path. A
     /// client tends to send lines of one shape, so once a line of the datagram is not plain
     /// (tags, a rate…), the rest of the datagram goes through the full parse without trying:
-    /// the try cost a tagged line about half of what the short path saves a plain one.
+    /// the try cost a tagged line about half of what the short path saves a plain one. Counter
+    /// lines one after another are recorded in one run
+    /// (`SeriesTable.recordPlainCounters(_:first:at:)`), until the first plain line of another
+    /// kind; from then on the datagram's plain lines are recorded one at a time.
     public func ingest(datagram: UnsafeRawBufferPointer, truncated: Bool = false) {
         counts.packets &+= 1
         var start = 0
         let end = datagram.count
         var triesPlain = takesPlainLines
+        // Runs of counter lines until a plain line of another kind: a datagram of mixed kinds
+        // then takes its plain lines one at a time, since a run each would cost more.
+        var runs = true
+        let lines = PlainLines(
+            datagram: datagram, truncated: truncated, maxLineLength: parser.maxLineLength, seed: parser.seed)
         while start < end {
             if triesPlain && datagram[start] != UInt8(ascii: "_") {
-                let lineEnd = recordPlain(datagram, from: start, newlineEnds: true, truncated: truncated)
-                if lineEnd >= 0 {
-                    start = lineEnd + 1
-                    continue
+                if var line = lines.line(at: start) {
+                    // A counter the run stopped on is one the table refused: the full path.
+                    var refused = false
+                    if runs && line.kind == .counter {
+                        let run = table.recordPlainCounters(lines, first: line, at: start)
+                        counts.lines &+= UInt64(truncatingIfNeeded: run.recorded)
+                        start = run.stoppedAt
+                        guard start < end else { return }
+                        // The next line is not plain, or it starts with `_`: the full path.
+                        guard let stoppedOn = run.stoppedOn else {
+                            triesPlain = datagram[start] == UInt8(ascii: "_")
+                            continue
+                        }
+                        line = stoppedOn
+                        refused = line.kind == .counter
+                    }
+                    if !refused {
+                        if line.kind != .counter { runs = false }
+                        if table.recordPlain(line.kind, name: line.name, hash: line.hash, value: line.value) {
+                            counts.lines &+= 1
+                            start = line.lineEnd + 1
+                            continue
+                        }
+                    }
+                } else {
+                    triesPlain = false
                 }
-                triesPlain = lineEnd == Self.unknownSeries
             }
             let newline = firstIndex(of: UInt8(ascii: "\n"), in: datagram, from: start, to: end)
             if newline == end && truncated {

@@ -255,17 +255,6 @@ public struct SeriesTable: Sendable {
         return keyBytes.withUnsafeBytes { equalBytes($0.baseAddress! + start, key.baseAddress!, key.count) }
     }
 
-    /// Whether series `series`'s key is `kind`'s byte and then `name`.
-    @inline(__always)
-    private func keyEquals(_ series: Int, kind: MetricKind, name: UnsafeRawBufferPointer) -> Bool {
-        let start = series == 0 ? 0 : Int(keyEnds[series - 1])
-        let end = Int(keyEnds[series])
-        guard end - start == name.count + 1 else { return false }
-        return keyBytes.withUnsafeBytes {
-            $0[start] == kind.rawValue && equalBytes($0.baseAddress! + start + 1, name.baseAddress!, name.count)
-        }
-    }
-
     private mutating func insert(_ key: UnsafeRawBufferPointer, _ hash32: UInt32, at slot: Int) -> Int {
         if !isKnownUniquelyReferenced(&lineage) { lineage = Lineage() }
         let series = count
@@ -333,28 +322,131 @@ public struct SeriesTable: Sendable {
         _ kind: MetricKind, name: UnsafeRawBufferPointer, hash: UInt64, value: Double
     ) -> Bool {
         assert(kind != .set && value >= 0 && value.isFinite, "SeriesTable.recordPlain: not a plain line's value")
+        guard let series = plainSeries(kind, name: name, hash: hash) else { return false }
+        if kind == .counter {
+            // Its sums are the value itself (not negative; the rate is 1). One check for both:
+            // a difference is finite only if both terms are, and a finite pair whose difference
+            // overflows is left to `record(_:)`.
+            let nextCurrent = sums[series].current + value
+            let nextTotal = sums[series].total + value
+            guard (nextCurrent - nextTotal).isFinite else { return false }
+            markSeen(series)
+            sums[series] = Sums(current: nextCurrent, total: nextTotal)
+            lastSeries = series
+            return true
+        }
+        return recordPlain(kind, value, hash: hash, into: series)
+    }
+
+    /// A plain line as `recordPlainCounters(_:first:at:)` reads it: its kind, its name, its one
+    /// value (finite and not negative), the hash of its kind and name (`StatsDParser.hash`),
+    /// and where it ends (its newline, or the end of the bytes).
+    typealias PlainLine = (kind: MetricKind, name: UnsafeRawBufferPointer, value: Double, hash: UInt64, lineEnd: Int)
+
+    /// Records plain counter lines one after another, each as `recordPlain(_:name:hash:value:)`
+    /// would: `first`, the plain line of `lines` at `start`, then each next one of `lines`
+    /// just after the last one's end, for as long as they are counters of series the table
+    /// holds. The sums are checked to be unshared once for the run, where a line at a time paid
+    /// for the check with a call and the registers it clobbers, and the columns are read and
+    /// written through pointers.
+    ///
+    /// Returns where the run stopped (the start of the first line it did not record), how many
+    /// lines it recorded, and the plain line found there, if there is one: a line of another
+    /// kind, of a series the table does not hold, or one whose sums would not be finite
+    /// (`record(_:)` decides what becomes of these).
+    @inline(__always)
+    mutating func recordPlainCounters(
+        _ lines: PlainLines, first: PlainLine, at start: Int
+    ) -> (stoppedAt: Int, recorded: Int, stoppedOn: PlainLine?) {
+        var last = lastSeries
+        defer { lastSeries = last }
+        return Self.recordPlainCounters(
+            lines, first: first, at: start, interval: interval, last: &last, sums: &sums, lastSeen: &lastSeen,
+            slots: slots, hashes: hashes, keyEnds: keyEnds, keyBytes: keyBytes)
+    }
+
+    /// `recordPlainCounters(_:first:at:)` on the columns it reads and writes, through pointers:
+    /// nothing the loop writes can then change what it reads, so nothing is read again after
+    /// each write, and no column is retained (each is borrowed from the table for the run).
+    @inline(__always)
+    private static func recordPlainCounters(
+        _ lines: PlainLines, first: PlainLine, at start: Int, interval: UInt32, last: inout Int, sums: inout [Sums],
+        lastSeen: inout [UInt32], slots: borrowing [Int32], hashes: borrowing [UInt32],
+        keyEnds: borrowing [KeyOffset], keyBytes: borrowing [UInt8]
+    ) -> (stoppedAt: Int, recorded: Int, stoppedOn: PlainLine?) {
+        sums.withUnsafeMutableBufferPointer { sums in
+            lastSeen.withUnsafeMutableBufferPointer { lastSeen in
+                slots.withUnsafeBufferPointer { slots in
+                    hashes.withUnsafeBufferPointer { hashes in
+                        keyEnds.withUnsafeBufferPointer { keyEnds in
+                            keyBytes.withUnsafeBytes { keyBytes in
+                                var line = first
+                                var position = start
+                                var recorded = 0
+                                while true {
+                                    guard line.kind == .counter,
+                                        let series = plainSeries(
+                                            .counter, name: line.name, hash: line.hash, slots: slots, hashes: hashes,
+                                            keyEnds: keyEnds, keyBytes: keyBytes)
+                                    else { return (position, recorded, line) }
+                                    // As `recordPlain(_:name:hash:value:)`: one check for both sums.
+                                    let nextCurrent = sums[series].current + line.value
+                                    let nextTotal = sums[series].total + line.value
+                                    guard (nextCurrent - nextTotal).isFinite else { return (position, recorded, line) }
+                                    lastSeen[series] = interval
+                                    sums[series] = Sums(current: nextCurrent, total: nextTotal)
+                                    last = series
+                                    recorded &+= 1
+                                    position = line.lineEnd &+ 1
+                                    guard let next = lines.line(at: position) else { return (position, recorded, nil) }
+                                    line = next
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `plainSeries(_:name:hash:)`, reading the columns through pointers.
+    @inline(__always)
+    private static func plainSeries(
+        _ kind: MetricKind, name: UnsafeRawBufferPointer, hash: UInt64, slots: UnsafeBufferPointer<Int32>,
+        hashes: UnsafeBufferPointer<UInt32>, keyEnds: UnsafeBufferPointer<KeyOffset>, keyBytes: UnsafeRawBufferPointer
+    ) -> Int? {
         let hash32 = UInt32(truncatingIfNeeded: hash &>> 32)
         let mask = slots.count &- 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
             let series = Int(slots[slot])
-            if series < 0 { return false }
-            if hashes[series] == hash32 && keyEquals(series, kind: kind, name: name) {
-                if kind == .counter {
-                    // Its sums are the value itself (not negative; the rate is 1). One check
-                    // for both: a difference is finite only if both terms are, and a finite
-                    // pair whose difference overflows is left to `record(_:)`.
-                    let nextCurrent = sums[series].current + value
-                    let nextTotal = sums[series].total + value
-                    guard (nextCurrent - nextTotal).isFinite else { return false }
-                    markSeen(series)
-                    sums[series] = Sums(current: nextCurrent, total: nextTotal)
-                    lastSeries = series
-                    return true
+            if series < 0 { return nil }
+            if hashes[series] == hash32 {
+                let start = series == 0 ? 0 : keyEnds[series &- 1]
+                if keyEnds[series] &- start == name.count &+ 1 && keyBytes[start] == kind.rawValue
+                    && equalBytes(keyBytes.baseAddress! + (start &+ 1), name.baseAddress!, name.count)
+                {
+                    return series
                 }
-                return recordPlain(kind, value, hash: hash, into: series)
             }
             slot = (slot &+ 1) & mask
+        }
+    }
+
+    /// The series of the line `name:value|type` of kind `kind`, whose hash is `hash`, or nil if
+    /// the table does not hold it.
+    @inline(__always)
+    private func plainSeries(_ kind: MetricKind, name: UnsafeRawBufferPointer, hash: UInt64) -> Int? {
+        slots.withUnsafeBufferPointer { slots in
+            hashes.withUnsafeBufferPointer { hashes in
+                keyEnds.withUnsafeBufferPointer { keyEnds in
+                    keyBytes.withUnsafeBytes { keyBytes in
+                        Self.plainSeries(
+                            kind, name: name, hash: hash, slots: slots, hashes: hashes, keyEnds: keyEnds,
+                            keyBytes: keyBytes)
+                    }
+                }
+            }
         }
     }
 

@@ -170,7 +170,7 @@ public struct StatsDParser: ~Copyable {
     private let keyStorage: UnsafeMutableRawPointer
     private var keyLength = 0
     /// `StatsDParser.seed`, read once.
-    private let seed = StatsDParser.seed
+    let seed = StatsDParser.seed
     /// Tests: false makes every line search byte by byte, as lines outside 8 to 64 bytes do, so
     /// that both ways can be compared on the same lines.
     @_spi(Testing) public var usesSeparatorMasks = true
@@ -344,6 +344,15 @@ public struct StatsDParser: ~Copyable {
     @inline(__always)
     @_spi(Testing) public func plainLine(
         _ bytes: UnsafeRawBufferPointer, from start: Int
+    ) -> (kind: MetricKind, nameEnd: Int, value: Double, hash: UInt64, lineEnd: Int)? {
+        Self.plainLine(bytes, from: start, maxLineLength: maxLineLength, seed: seed)
+    }
+
+    /// `plainLine(_:from:)` of a parser for lines of at most `maxLineLength` bytes, with
+    /// `StatsDParser.seed` as read once: all it reads of the parser.
+    @inline(__always)
+    static func plainLine(
+        _ bytes: UnsafeRawBufferPointer, from start: Int, maxLineLength: Int, seed: UInt64
     ) -> (kind: MetricKind, nameEnd: Int, value: Double, hash: UInt64, lineEnd: Int)? {
         let end = bytes.count
         // The name ends at the first ':', unless a '|' or a newline comes first. Eight bytes at a
@@ -1025,4 +1034,32 @@ func memcmpBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> 
         position += 1
     }
     return 0
+}
+
+/// The plain lines (`StatsDParser.plainLine(_:from:)`) of one datagram, for
+/// `SeriesTable.recordPlainCounters(_:first:at:)`: lines end with a newline, and a truncated
+/// datagram's last line is not plain.
+struct PlainLines {
+    let datagram: UnsafeRawBufferPointer
+    /// The datagram lost its tail.
+    let truncated: Bool
+    /// The parser's.
+    let maxLineLength: Int
+    /// The parser's `seed`.
+    let seed: UInt64
+
+    /// The plain line at `start`, or nil if there is none there: the datagram's end, a line of
+    /// another shape, a truncated datagram's last line, or one that starts with `_` (a
+    /// DogStatsD event or service check such as `_e{1,1}:5|c` looks plain).
+    @inline(__always)
+    func line(at start: Int) -> SeriesTable.PlainLine? {
+        guard start < datagram.count, datagram[start] != UInt8(ascii: "_"),
+            let line = StatsDParser.plainLine(datagram, from: start, maxLineLength: maxLineLength, seed: seed),
+            line.lineEnd < datagram.count || !truncated
+        else { return nil }
+        return (
+            line.kind, UnsafeRawBufferPointer(rebasing: datagram[start..<line.nameEnd]), line.value, line.hash,
+            line.lineEnd
+        )
+    }
 }

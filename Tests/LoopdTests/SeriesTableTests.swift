@@ -388,6 +388,46 @@ struct SeriesTableTests {
         #expect(flush(ingest).counters["x"] == 3)
     }
 
+    /// A datagram's counter lines are recorded in runs, each of which ends at a line it leaves
+    /// to another path: a new series, a counter whose sums are too far apart for the run's one
+    /// check, a plain line of another kind (after which the datagram's plain lines go one at a
+    /// time), a line of another shape, an event, an empty line or a truncated tail. Each line
+    /// must be recorded once, where the full parse would record it, and none skipped.
+    @Test func runsOfCounterLinesEndAtEachLineTheyLeaveToAnotherPath() {
+        let datagrams: [(String, truncated: Bool)] = [
+            ("a:1|c\nb:2|c\ng:5|g\nt:3|ms\nfar:1e308|c\nfar:-1e308|c\nfar:-1e308|c\n", false),
+            // A new series, then a gauge: the counters after it go one at a time.
+            ("a:1|c\nb:1|c\nnew:4|c\na:1|c\ng:7|g\na:1|c\nb:1|c\n", false),
+            // A tag: the rest of the datagram takes the full parse.
+            ("a:1|c\nb:1|c|#t:v\na:1|c\n", false),
+            // An event, then runs again.
+            ("a:1|c\n_e{1,1}:x|y\na:1|c\nb:1|c\n", false),
+            ("a:1|c\nb:1|c\na:1", true),
+            ("a:1|c\n\nb:1|c", false),
+            // `far`'s sums are 1e308 apart with opposite signs: the run's check fails, and the
+            // full parse records the line.
+            ("a:1|c\nfar:1|c\nb:1|c\n", false),
+        ]
+        let fast = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let full = Ingest(maxLineLength: 1024, maxSeries: 100)
+        full.usesPlainLines = false
+        var rejected: [LineError] = []
+        fast.onBadLine = { error, _ in rejected.append(error) }
+        for (datagram, truncated) in datagrams {
+            feed(fast, bytes: Array(datagram.utf8), truncated: truncated)
+            feed(full, bytes: Array(datagram.utf8), truncated: truncated)
+        }
+        #expect(rejected == [.tooLong])
+        #expect(fast.counts == full.counts)
+        #expect(fast.counts.lines == 29 && fast.counts.events == 1)
+        let (byFast, byFull) = (flush(fast), flush(full))
+        #expect(byFast.counters == byFull.counters)
+        #expect(byFast.gauges == byFull.gauges)
+        #expect(byFast.counters == ["a": 11, "b": 8, "b|#t:v": 1, "new": 4, "far": -1e308])
+        #expect(byFast.gauges == ["g": 7])
+        #expect(byFast.stats["t"]?.count == 1)
+    }
+
     /// Plain lines (`name:value|type`, one unsigned value) for known series skip the full
     /// parse: lines of that shape and of every shape near it, at random, must leave the same
     /// series, aggregates, samples, counts and rejections as when every line takes the full
