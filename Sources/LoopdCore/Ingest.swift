@@ -207,38 +207,22 @@ public final class Ingest {
 
     /// Records one line (without its `\n`; a trailing `\r` is dropped; an empty line is skipped).
     public func ingest(line: UnsafeRawBufferPointer) {
-        if takesPlainLines && line.first != UInt8(ascii: "_"),
-            recordPlain(line, from: 0, newlineEnds: false, truncated: false) >= 0
-        {
-            return
-        }
+        if takesPlainLines && line.first != UInt8(ascii: "_") && recordPlain(line: line) { return }
         ingestLine(line)
     }
 
-    /// What `recordPlain` returns for a plain line whose series does not exist (or whose sums
-    /// would not be finite), as against `notPlain`, for a line of another shape.
-    private static let unknownSeries = -1
-    private static let notPlain = -2
-
-    /// Records the line at `start` in `bytes` if it is a plain line
-    /// (`StatsDParser.plainLine(_:from:)`) and its series exists, and returns where it ends;
-    /// else `unknownSeries` or `notPlain`, with nothing recorded or counted, for the full path
-    /// to take it. `newlineEnds`: the bytes are a datagram, whose lines a newline ends (else
-    /// they are one line); `truncated`: the datagram lost its tail, so its last line is not
-    /// plain.
+    /// Records `line`, a whole line, if it is plain (`StatsDParser.plainLine(_:from:)`) and
+    /// its series exists: true then; false, with nothing recorded or counted, for the full path
+    /// to take it. A newline inside ends no plain line: the line must end with the bytes.
     @inline(__always)
-    private func recordPlain(
-        _ bytes: UnsafeRawBufferPointer, from start: Int, newlineEnds: Bool, truncated: Bool
-    ) -> Int {
-        guard let line = parser.plainLine(bytes, from: start), line.lineEnd == bytes.count ? !truncated : newlineEnds
-        else { return Self.notPlain }
-        guard
+    private func recordPlain(line bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let line = parser.plainLine(bytes, from: 0), line.lineEnd == bytes.count,
             table.recordPlain(
-                line.kind, name: UnsafeRawBufferPointer(rebasing: bytes[start..<line.nameEnd]), hash: line.hash,
+                line.kind, name: UnsafeRawBufferPointer(rebasing: bytes[0..<line.nameEnd]), hash: line.hash,
                 value: line.value)
-        else { return Self.unknownSeries }
+        else { return false }
         counts.lines &+= 1
-        return line.lineEnd
+        return true
     }
 
     /// `ingest(line:)`, inlined into the datagram loop: a call per line cost about 16

@@ -339,40 +339,49 @@ public struct SeriesTable: Sendable {
     }
 
     /// A plain line as `recordPlainCounters(_:first:at:)` reads it: its kind, its name, its one
-    /// value (finite and not negative), the hash of its kind and name (`StatsDParser.hash`),
-    /// and where it ends (its newline, or the end of the bytes).
+    /// value (finite and not negative), its hash (`StatsDParser.keyHash(_:)` of its kind's byte
+    /// and its name), and where it ends (its newline, or the end of the bytes).
     typealias PlainLine = (kind: MetricKind, name: UnsafeRawBufferPointer, value: Double, hash: UInt64, lineEnd: Int)
 
     /// Records plain counter lines one after another, each as `recordPlain(_:name:hash:value:)`
     /// would: `first`, the plain line of `lines` at `start`, then each next one of `lines`
     /// just after the last one's end, for as long as they are counters of series the table
-    /// holds. The sums are checked to be unshared once for the run, where a line at a time paid
-    /// for the check with a call and the registers it clobbers, and the columns are read and
-    /// written through pointers.
+    /// holds. The `sums` and `lastSeen` columns are made unshared once for the run (a line at
+    /// a time paid a call for that, and the registers it clobbered), and every column the run
+    /// reads or writes is reached through a pointer taken once.
     ///
-    /// Returns where the run stopped (the start of the first line it did not record), how many
-    /// lines it recorded, and the plain line found there, if there is one: a line of another
-    /// kind, of a series the table does not hold, or one whose sums would not be finite
-    /// (`record(_:)` decides what becomes of these).
+    /// Returns where the run stopped (the start of the first line it did not record, or past
+    /// the end of the bytes), how many lines it recorded, and the plain line found there, if
+    /// there is one: a line of another kind, of a series the table does not hold, or one whose
+    /// sums are too far apart for `recordPlain(_:name:hash:value:)`'s one check (`record(_:)`
+    /// decides what becomes of these).
     @inline(__always)
     mutating func recordPlainCounters(
         _ lines: PlainLines, first: PlainLine, at start: Int
     ) -> (stoppedAt: Int, recorded: Int, stoppedOn: PlainLine?) {
+        // The first line's series is looked up before the columns are made unshared: a run
+        // that records nothing leaves them as they were.
+        guard first.kind == .counter, let series = plainSeries(.counter, name: first.name, hash: first.hash) else {
+            return (start, 0, first)
+        }
+        assert(sums.count == count && lastSeen.count == count, "SeriesTable: a column's count differs from the table's")
         var last = lastSeries
         defer { lastSeries = last }
         return Self.recordPlainCounters(
-            lines, first: first, at: start, interval: interval, last: &last, sums: &sums, lastSeen: &lastSeen,
-            slots: slots, hashes: hashes, keyEnds: keyEnds, keyBytes: keyBytes)
+            lines, first: first, of: series, at: start, interval: interval, last: &last, sums: &sums,
+            lastSeen: &lastSeen, slots: slots, hashes: hashes, keyEnds: keyEnds, keyBytes: keyBytes)
     }
 
-    /// `recordPlainCounters(_:first:at:)` on the columns it reads and writes, through pointers:
-    /// nothing the loop writes can then change what it reads, so nothing is read again after
-    /// each write, and no column is retained (each is borrowed from the table for the run).
+    /// `recordPlainCounters(_:first:at:)` once the first line's series is found, on the
+    /// columns it writes (`sums`, `lastSeen` and `last`, which becomes `lastSeries`) and reads
+    /// (borrowed from the table for the run), through pointers: nothing the loop writes can
+    /// then change what it reads, so nothing is read again after each write, and no column is
+    /// retained.
     @inline(__always)
     private static func recordPlainCounters(
-        _ lines: PlainLines, first: PlainLine, at start: Int, interval: UInt32, last: inout Int, sums: inout [Sums],
-        lastSeen: inout [UInt32], slots: borrowing [Int32], hashes: borrowing [UInt32],
-        keyEnds: borrowing [KeyOffset], keyBytes: borrowing [UInt8]
+        _ lines: PlainLines, first: PlainLine, of firstSeries: Int, at start: Int, interval: UInt32,
+        last: inout Int, sums: inout [Sums], lastSeen: inout [UInt32], slots: borrowing [Int32],
+        hashes: borrowing [UInt32], keyEnds: borrowing [KeyOffset], keyBytes: borrowing [UInt8]
     ) -> (stoppedAt: Int, recorded: Int, stoppedOn: PlainLine?) {
         sums.withUnsafeMutableBufferPointer { sums in
             lastSeen.withUnsafeMutableBufferPointer { lastSeen in
@@ -381,14 +390,10 @@ public struct SeriesTable: Sendable {
                         keyEnds.withUnsafeBufferPointer { keyEnds in
                             keyBytes.withUnsafeBytes { keyBytes in
                                 var line = first
+                                var series = firstSeries
                                 var position = start
                                 var recorded = 0
                                 while true {
-                                    guard line.kind == .counter,
-                                        let series = plainSeries(
-                                            .counter, name: line.name, hash: line.hash, slots: slots, hashes: hashes,
-                                            keyEnds: keyEnds, keyBytes: keyBytes)
-                                    else { return (position, recorded, line) }
                                     // As `recordPlain(_:name:hash:value:)`: one check for both sums.
                                     let nextCurrent = sums[series].current + line.value
                                     let nextTotal = sums[series].total + line.value
@@ -400,6 +405,12 @@ public struct SeriesTable: Sendable {
                                     position = line.lineEnd &+ 1
                                     guard let next = lines.line(at: position) else { return (position, recorded, nil) }
                                     line = next
+                                    guard line.kind == .counter,
+                                        let found = plainSeries(
+                                            .counter, name: line.name, hash: line.hash, slots: slots, hashes: hashes,
+                                            keyEnds: keyEnds, keyBytes: keyBytes)
+                                    else { return (position, recorded, line) }
+                                    series = found
                                 }
                             }
                         }

@@ -391,21 +391,32 @@ struct SeriesTableTests {
     /// A datagram's counter lines are recorded in runs, each of which ends at a line it leaves
     /// to another path: a new series, a counter whose sums are too far apart for the run's one
     /// check, a plain line of another kind (after which the datagram's plain lines go one at a
-    /// time), a line of another shape, an event, an empty line or a truncated tail. Each line
-    /// must be recorded once, where the full parse would record it, and none skipped.
+    /// time), a line of another shape, an event, an empty line, a `\r`, a truncated tail or
+    /// the datagram's end. Each line must be recorded once, where the full parse would record
+    /// it, and none skipped; the table's last series must be the last one recorded.
     @Test func runsOfCounterLinesEndAtEachLineTheyLeaveToAnotherPath() {
         let datagrams: [(String, truncated: Bool)] = [
-            ("a:1|c\nb:2|c\ng:5|g\nt:3|ms\nfar:1e308|c\nfar:-1e308|c\nfar:-1e308|c\n", false),
-            // A new series, then a gauge: the counters after it go one at a time.
+            ("a:1|c\nb:2|c\ng:5|g\nt:3|ms\nh:1|h\nd:1|d\nfar:1e308|c\nfar:-1e308|c\nfar:-1e308|c\n", false),
+            // A new series, then a known gauge: the counters after it go one at a time.
             ("a:1|c\nb:1|c\nnew:4|c\na:1|c\ng:7|g\na:1|c\nb:1|c\n", false),
-            // A tag: the rest of the datagram takes the full parse.
+            // A gauge of a new series; then a timer, a histogram and a distribution.
+            ("a:1|c\nnewg:2|g\na:1|c\n", false),
+            ("a:1|c\nt:1|ms\nh:2|h\nd:3|d\na:1|c\n", false),
+            // A counter with a gauge's name is a series of its own.
+            ("a:1|c\ng:1|c\n", false),
+            // A tag, or a `\r`: the rest of the datagram takes the full parse.
             ("a:1|c\nb:1|c|#t:v\na:1|c\n", false),
+            ("a:1|c\nb:1|c\r\na:1|c\n", false),
             // An event, then runs again.
             ("a:1|c\n_e{1,1}:x|y\na:1|c\nb:1|c\n", false),
+            // Truncated tails: one that is not plain, and one that would be.
             ("a:1|c\nb:1|c\na:1", true),
+            ("a:1|c\nb:1|c", true),
+            // Without a last newline; with an empty line.
+            ("a:1|c\nb:1|c", false),
             ("a:1|c\n\nb:1|c", false),
-            // `far`'s sums are 1e308 apart with opposite signs: the run's check fails, and the
-            // full parse records the line.
+            // `far`'s sums are -1e308 and 1e308: the run's check fails, and the full parse
+            // records the line.
             ("a:1|c\nfar:1|c\nb:1|c\n", false),
         ]
         let fast = Ingest(maxLineLength: 1024, maxSeries: 100)
@@ -416,16 +427,65 @@ struct SeriesTableTests {
         for (datagram, truncated) in datagrams {
             feed(fast, bytes: Array(datagram.utf8), truncated: truncated)
             feed(full, bytes: Array(datagram.utf8), truncated: truncated)
+            #expect(fast.table.lastSeries == full.table.lastSeries, "\(datagram.debugDescription)")
         }
-        #expect(rejected == [.tooLong])
+        #expect(rejected == [.tooLong, .tooLong])
         #expect(fast.counts == full.counts)
-        #expect(fast.counts.lines == 29 && fast.counts.events == 1)
+        #expect(fast.counts.lines == 48 && fast.counts.events == 1)
         let (byFast, byFull) = (flush(fast), flush(full))
         #expect(byFast.counters == byFull.counters)
         #expect(byFast.gauges == byFull.gauges)
-        #expect(byFast.counters == ["a": 11, "b": 8, "b|#t:v": 1, "new": 4, "far": -1e308])
-        #expect(byFast.gauges == ["g": 7])
-        #expect(byFast.stats["t"]?.count == 1)
+        #expect(byFast.counters == ["a": 20, "b": 10, "b|#t:v": 1, "g": 1, "new": 4, "far": -1e308])
+        #expect(byFast.gauges == ["g": 7, "newg": 2])
+        #expect(byFast.stats.mapValues(\.count) == ["t": 2, "h": 2, "d": 2])
+    }
+
+    /// The run reads a line no longer than the parser's longest as plain, as the full parse
+    /// does: one byte more is refused.
+    @Test func aRunStopsAtALineLongerThanTheLongest() {
+        let fast = Ingest(maxLineLength: 6, maxSeries: 100)
+        let full = Ingest(maxLineLength: 6, maxSeries: 100)
+        full.usesPlainLines = false
+        var rejected: [LineError] = []
+        fast.onBadLine = { error, _ in rejected.append(error) }
+        for ingest in [fast, full] {
+            feed(ingest, "a:1|c\n")
+            feed(ingest, "a:1|c\na:10|c\na:100|c\na:1|c\n")
+        }
+        #expect(rejected == [.tooLong])
+        #expect(fast.counts == full.counts)
+        #expect(flush(fast).counters == ["a": 13])
+    }
+
+    /// A callback between two runs of a datagram that ingests more lines, or ends the interval,
+    /// changes the table the next run records into: each line is recorded once, into the
+    /// interval it arrived in.
+    @Test func aCallbackBetweenRunsThatIngestsOrEndsTheIntervalIsSeenByTheNextRun() {
+        let fast = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let full = Ingest(maxLineLength: 1024, maxSeries: 100)
+        full.usesPlainLines = false
+        var ended: [Flushed] = []
+        for ingest in [fast, full] {
+            ingest.onBadLine = { [unowned ingest] _, line in
+                if line.first == UInt8(ascii: "x") {
+                    feed(ingest, "a:10|c\nb:10|c\n")
+                } else {
+                    ended.append(
+                        Flushed(
+                            Flush(
+                                table: ingest.endInterval(expireAfter: 0), timestamp: 0, intervalSeconds: 1,
+                                internalMetrics: [])))
+                }
+            }
+            feed(ingest, "a:1|c\nb:1|c\n")
+            feed(ingest, "a:1|c\nx\na:1|c\nb:1|c\ny\na:100|c\nb:100|c\n")
+        }
+        #expect(ended.count == 2)
+        #expect(ended.first?.counters == ["a": 13, "b": 12])
+        #expect(ended.first?.counters == ended.last?.counters)
+        #expect(fast.counts == full.counts)
+        #expect(flush(fast).counters == ["a": 100, "b": 100])
+        #expect(flush(full).counters == ["a": 100, "b": 100])
     }
 
     /// Plain lines (`name:value|type`, one unsigned value) for known series skip the full
