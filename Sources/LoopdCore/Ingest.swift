@@ -151,8 +151,10 @@ public final class Ingest {
     /// (tags, a rate…), the rest of the datagram goes through the full parse without trying:
     /// the try cost a tagged line about half of what the short path saves a plain one. Counter
     /// lines one after another are recorded in one run
-    /// (`SeriesTable.recordPlainCounters(_:first:at:)`), until the first plain line of another
-    /// kind; from then on the datagram's plain lines are recorded one at a time.
+    /// (`SeriesTable.recordPlainCounters(_:first:at:)`); a counter the run leaves (a new
+    /// series, or sums too far apart) takes the full parse, and the next counter starts a new
+    /// run. From the first plain line of another kind on, the datagram's plain lines are
+    /// recorded one at a time, with no run.
     public func ingest(datagram: UnsafeRawBufferPointer, truncated: Bool = false) {
         counts.packets &+= 1
         var start = 0

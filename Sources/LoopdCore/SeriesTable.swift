@@ -346,21 +346,21 @@ public struct SeriesTable: Sendable {
     /// Records plain counter lines one after another, each as `recordPlain(_:name:hash:value:)`
     /// would: `first`, the plain line of `lines` at `start`, then each next one of `lines`
     /// just after the last one's end, for as long as they are counters of series the table
-    /// holds. The `sums` and `lastSeen` columns are made unshared once for the run (a line at
-    /// a time paid a call for that, and the registers it clobbered), and every column the run
-    /// reads or writes is reached through a pointer taken once.
+    /// holds. The `sums` and `lastSeen` columns are made unshared once for the run, not once a
+    /// line, and every column the run reads or writes is reached through a pointer taken once.
     ///
     /// Returns where the run stopped (the start of the first line it did not record, or past
     /// the end of the bytes), how many lines it recorded, and the plain line found there, if
     /// there is one: a line of another kind, of a series the table does not hold, or one whose
-    /// sums are too far apart for `recordPlain(_:name:hash:value:)`'s one check (`record(_:)`
-    /// decides what becomes of these).
+    /// sums are too far apart for `recordPlain(_:name:hash:value:)`'s one check. The caller
+    /// records these another way (`Ingest` gives a line of another kind to
+    /// `recordPlain(_:name:hash:value:)`, and the rest to the full parse).
     @inline(__always)
     mutating func recordPlainCounters(
         _ lines: PlainLines, first: PlainLine, at start: Int
     ) -> (stoppedAt: Int, recorded: Int, stoppedOn: PlainLine?) {
         // The first line's series is looked up before the columns are made unshared: a run
-        // that records nothing leaves them as they were.
+        // whose first series is unknown leaves them as they were.
         guard first.kind == .counter, let series = plainSeries(.counter, name: first.name, hash: first.hash) else {
             return (start, 0, first)
         }

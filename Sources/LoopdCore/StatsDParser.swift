@@ -1036,9 +1036,9 @@ func memcmpBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> 
     return 0
 }
 
-/// The plain lines (`StatsDParser.plainLine(_:from:)`) of one datagram, for
-/// `SeriesTable.recordPlainCounters(_:first:at:)`: lines end with a newline, and a truncated
-/// datagram's last line is not plain.
+/// The plain lines (`StatsDParser.plainLine(_:from:)`) of one datagram, as
+/// `Ingest.ingest(datagram:truncated:)` and `SeriesTable.recordPlainCounters(_:first:at:)`
+/// read them: lines end with a newline, and a truncated datagram's last line is not plain.
 struct PlainLines {
     let datagram: UnsafeRawBufferPointer
     /// The datagram lost its tail.
@@ -1049,8 +1049,9 @@ struct PlainLines {
     let seed: UInt64
 
     /// The plain line at `start`, or nil if there is none there: the datagram's end, a line of
-    /// another shape, a truncated datagram's last line, or one that starts with `_` (a
-    /// DogStatsD event or service check such as `_e{1,1}:5|c` looks plain).
+    /// another shape, one longer than `maxLineLength`, a truncated datagram's last line, or one
+    /// that starts with `_` (a DogStatsD event or service check such as `_e{1,1}:5|c` looks
+    /// plain).
     @inline(__always)
     func line(at start: Int) -> SeriesTable.PlainLine? {
         guard start < datagram.count, datagram[start] != UInt8(ascii: "_"),

@@ -416,8 +416,11 @@ struct SeriesTableTests {
             ("a:1|c\nb:1|c", false),
             ("a:1|c\n\nb:1|c", false),
             // `far`'s sums are -1e308 and 1e308: the run's check fails, and the full parse
-            // records the line.
+            // records the line; in the middle of a run, then as a run's first line.
             ("a:1|c\nfar:1|c\nb:1|c\n", false),
+            ("far:1|c\nb:1|c\n", false),
+            // A service check, then runs again.
+            ("a:1|c\n_sc|db|0\na:1|c\n", false),
         ]
         let fast = Ingest(maxLineLength: 1024, maxSeries: 100)
         let full = Ingest(maxLineLength: 1024, maxSeries: 100)
@@ -431,11 +434,11 @@ struct SeriesTableTests {
         }
         #expect(rejected == [.tooLong, .tooLong])
         #expect(fast.counts == full.counts)
-        #expect(fast.counts.lines == 48 && fast.counts.events == 1)
+        #expect(fast.counts.lines == 53 && fast.counts.events == 1 && fast.counts.serviceChecks == 1)
         let (byFast, byFull) = (flush(fast), flush(full))
         #expect(byFast.counters == byFull.counters)
         #expect(byFast.gauges == byFull.gauges)
-        #expect(byFast.counters == ["a": 20, "b": 10, "b|#t:v": 1, "g": 1, "new": 4, "far": -1e308])
+        #expect(byFast.counters == ["a": 22, "b": 11, "b|#t:v": 1, "g": 1, "new": 4, "far": -1e308])
         #expect(byFast.gauges == ["g": 7, "newg": 2])
         #expect(byFast.stats.mapValues(\.count) == ["t": 2, "h": 2, "d": 2])
     }
@@ -457,35 +460,37 @@ struct SeriesTableTests {
         #expect(flush(fast).counters == ["a": 13])
     }
 
-    /// A callback between two runs of a datagram that ingests more lines, or ends the interval,
-    /// changes the table the next run records into: each line is recorded once, into the
-    /// interval it arrived in.
+    /// A callback between two runs of a datagram that ingests more lines, or ends the interval
+    /// (which here removes an idle series, so that the others move), changes the table the next
+    /// run records into: each line is recorded once, into the interval it arrived in.
     @Test func aCallbackBetweenRunsThatIngestsOrEndsTheIntervalIsSeenByTheNextRun() {
-        let fast = Ingest(maxLineLength: 1024, maxSeries: 100)
-        let full = Ingest(maxLineLength: 1024, maxSeries: 100)
+        let fast = Ingest(maxLineLength: 1024, maxSeries: 3)
+        let full = Ingest(maxLineLength: 1024, maxSeries: 3)
         full.usesPlainLines = false
         var ended: [Flushed] = []
         for ingest in [fast, full] {
-            ingest.onBadLine = { [unowned ingest] _, line in
-                if line.first == UInt8(ascii: "x") {
-                    feed(ingest, "a:10|c\nb:10|c\n")
-                } else {
-                    ended.append(
-                        Flushed(
-                            Flush(
-                                table: ingest.endInterval(expireAfter: 0), timestamp: 0, intervalSeconds: 1,
-                                internalMetrics: [])))
-                }
+            // A bad event, after which the datagram's plain lines still take runs.
+            ingest.onBadLine = { [unowned ingest] _, _ in feed(ingest, "a:10|c\nb:10|c\n") }
+            ingest.onTableFull = { [unowned ingest] _ in
+                ended.append(
+                    Flushed(
+                        Flush(
+                            table: ingest.endInterval(expireAfter: 1), timestamp: 0, intervalSeconds: 1,
+                            internalMetrics: [])))
             }
-            feed(ingest, "a:1|c\nb:1|c\n")
-            feed(ingest, "a:1|c\nx\na:1|c\nb:1|c\ny\na:100|c\nb:100|c\n")
+            feed(ingest, "idle:1|c\na:1|c\nb:1|c\n")
+            _ = ingest.endInterval(expireAfter: 1)
+            feed(ingest, "a:1|c\n_e{9,1}:x|y\na:1|c\nb:1|c\nnew:1|c\na:1|c\nb:1|c\n")
         }
+        #expect(fast.counts.badLines == 1 && fast.counts.droppedSeries == 1)
         #expect(ended.count == 2)
-        #expect(ended.first?.counters == ["a": 13, "b": 12])
+        #expect(ended.first?.counters["a"] == 12 && ended.first?.counters["b"] == 11)
         #expect(ended.first?.counters == ended.last?.counters)
+        #expect(fast.table.count == 2, "idle removed, new dropped")
         #expect(fast.counts == full.counts)
-        #expect(flush(fast).counters == ["a": 100, "b": 100])
-        #expect(flush(full).counters == ["a": 100, "b": 100])
+        let (byFast, byFull) = (flush(fast), flush(full))
+        #expect(byFast.counters == byFull.counters)
+        #expect(byFast.counters == ["a": 1, "b": 1])
     }
 
     /// Plain lines (`name:value|type`, one unsigned value) for known series skip the full
