@@ -8,11 +8,9 @@ import Testing
     import Glibc
 #endif
 
-/// Whether this process (and so the loopd built with it) runs under a sanitizer, whose allocator
-/// replaces glibc's: the allocator policy then has nothing to act on.
-private let sanitizerAllocator =
-    dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
-    || dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
+/// Under a sanitizer (`underSanitizer`), its allocator replaces glibc's: the allocator policy
+/// then has nothing to act on.
+private let sanitizerAllocator = underSanitizer
 
 @Suite("loopd's allocator policy", .serialized)
 struct AllocatorPolicyTests {

@@ -111,8 +111,11 @@ struct HostileLoopdOutputTests {
         let grown = loopd.residentBytes - settled
         #expect(grown < 48 << 20, "loopd grew by \(grown >> 20) MiB")
         #expect(loopd.process.isRunning)
+        // About 2.7 s at most whatever the outputs do, plus reading what the socket still holds
+        // (the loop above keeps it full) and formatting the last flush of 20,000 series, which
+        // take several times as long under a sanitizer (5.35 s in all, once, on a busy machine).
         let stopped = loopd.signal(SIGTERM)
-        #expect(stopped < 5, "SIGTERM took \(stopped) s with a stalled receiver")
+        #expect(stopped < (underSanitizer ? 15 : 5), "SIGTERM took \(stopped) s with a stalled receiver")
     }
 
     @Test func flushesSlowerThanTheIntervalAreSkippedNotPiledUp() throws {

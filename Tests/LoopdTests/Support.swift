@@ -1,5 +1,15 @@
 import LoopdCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Whether this process (and so the loopd built with it) runs under AddressSanitizer or
+/// ThreadSanitizer, which make loopd several times slower.
+let underSanitizer =
+    dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
+    || dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
+
 /// Parses `line` with `parser`, from a String's bytes.
 func parse(_ parser: inout StatsDParser, _ line: String) -> LineError? {
     var line = line
