@@ -174,7 +174,7 @@ struct HostileLoopdOutputTests {
         let pipe = Pipe()
         let loopd = try LoopdProcess(
             ["--output", "-", "--prometheus", "127.0.0.1:0"], flushInterval: 0.05,
-            standardOutput: pipe.fileHandleForWriting)
+            standardOutput: .descriptor(pipe.fileHandleForWriting.fileDescriptor))
         let line = try loopd.waitForLog("serving Prometheus metrics at http://")
         let port = Int(line.split(separator: ":").last!.split(separator: "/").first!)!
         let udp = UDPSender(port: loopd.port)
@@ -221,18 +221,14 @@ struct HostileLoopdLogTests {
 
     @Test func aStandardErrorNobodyReadsStallsNothing() throws {
         let stderrPipe = Pipe()
-        let process = Process()
-        process.executableURL = LoopdProcess.binary
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("loopd-\(UUID().uuidString).jsonl")
         defer { try? FileManager.default.removeItem(at: output) }
-        process.arguments = [
-            "--port", "0", "--prometheus", "127.0.0.1:0", "--flush-interval", "0.05", "--log-level", "debug",
-            "--output", output.path,
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = stderrPipe
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let process = try ChildProcess(
+            executable: LoopdProcess.binary.path,
+            arguments: [
+                "--port", "0", "--prometheus", "127.0.0.1:0", "--flush-interval", "0.05", "--log-level", "debug",
+                "--output", output.path,
+            ], standardError: .descriptor(stderrPipe.fileHandleForWriting.fileDescriptor))
         let fd = stderrPipe.fileHandleForReading.fileDescriptor
         let startup = read(fd, until: "/metrics")
         let port = Int(

@@ -277,13 +277,11 @@ struct LoopdEndToEndTests {
     }
 
     @Test func versionIsTheOneTheStartupLineNames() throws {
-        let pipe = Pipe()
-        let version = try LoopdProcess(
-            ["--version"], waitForListening: false, standardOutput: pipe.fileHandleForWriting)
+        let version = try LoopdProcess(["--version"], waitForListening: false, standardOutput: .captured)
         version.waitForExit()
-        try pipe.fileHandleForWriting.close()
         #expect(version.process.terminationStatus == 0)
-        let printed = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(version.process.waitForCapturedEnd())
+        let printed = version.process.standardOutputText
         #expect(printed == LoopdVersion.string + "\n")
         let loopd = try LoopdProcess()
         #expect(loopd.log().contains("loopd \(LoopdVersion.string) listening on "))

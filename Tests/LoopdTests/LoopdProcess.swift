@@ -1,4 +1,5 @@
 import Foundation
+import ReactiveLoopTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -6,15 +7,12 @@ import Testing
 #endif
 
 /// The built `loopd` binary, run as a child process on a loopback port the system chooses.
-final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by stderrLock; the rest is the test's.
-    let process = Process()
+final class LoopdProcess: @unchecked Sendable {  // Immutable after init but for the child's own state.
+    let process: ChildProcess
     let output: URL
     let directory: URL
-    private let stderrPipe = Pipe()
-    private let stderrLock = NSLock()
-    private var stderrBuffer = ""  // Guarded by stderrLock; appended to by the pipe's handler.
     /// What loopd wrote to standard error so far (its log, and a sanitizer's report).
-    var stderrText: String { stderrLock.withLock { stderrBuffer } }
+    var stderrText: String { process.standardErrorText }
     private(set) var port = 0
 
     static var binary: URL {
@@ -27,7 +25,7 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
     /// with `environment` added and the variables named in `unsetting` taken out.
     init(
         _ arguments: [String] = [], flushInterval: Double = 0.1, waitForListening: Bool = true,
-        standardOutput: FileHandle = .nullDevice, environment: [String: String] = [:],
+        standardOutput: ChildProcess.Stream = .null, environment: [String: String] = [:],
         unsetting: [String] = []
     ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("loopd-test-\(UUID().uuidString)")
@@ -37,25 +35,14 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
         if !all.contains("--port") { all += ["--port", "0"] }
         if !all.contains("--output") { all += ["--output", output.path] }
         if !all.contains("--flush-interval") { all += ["--flush-interval", "\(flushInterval)"] }
-        process.executableURL = Self.binary
-        process.arguments = all
+        var variables: [String: String]?
         if !environment.isEmpty || !unsetting.isEmpty {
-            var variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            for name in unsetting { variables[name] = nil }
-            process.environment = variables
+            variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            for name in unsetting { variables?[name] = nil }
         }
-        process.standardOutput = standardOutput
-        process.standardError = stderrPipe
-        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let chunk = handle.availableData
-            guard !chunk.isEmpty else {
-                handle.readabilityHandler = nil
-                return
-            }
-            guard let self else { return }
-            stderrLock.withLock { stderrBuffer += String(decoding: chunk, as: UTF8.self) }
-        }
-        try process.run()
+        process = try ChildProcess(
+            executable: Self.binary.path, arguments: all, environment: variables, standardOutput: standardOutput,
+            standardError: .captured)
         if waitForListening {
             let line = try waitForLog("listening on ")
             let address = line.components(separatedBy: "listening on ")[1].split(separator: " ")[0]
@@ -64,7 +51,7 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        // The child, if still running, is killed and reaped when `process` goes.
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -82,7 +69,8 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
 
     /// Everything loopd logged so far.
     func log() -> String {
-        usleep(50_000)  // Let the pipe's handler take what is in flight.
+        // Once loopd has exited, all it wrote: its standard error ends with it.
+        if !process.isRunning { process.waitForCapturedEnd(seconds: 5) } else { usleep(50_000) }
         return stderrText
     }
 
@@ -113,8 +101,7 @@ final class LoopdProcess: @unchecked Sendable {  // The log buffer is guarded by
     }
 
     func waitForExit(seconds: Double = 20) {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(2000) }
+        process.waitForExit(seconds: seconds)
     }
 
     /// The flushes written so far, parsed.

@@ -2,6 +2,7 @@
 // Foundation's types.
 import Foundation
 import ReactiveLoop
+import ReactiveLoopTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -46,23 +47,13 @@ struct FoundationExtensionsTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try Data("payload".utf8).write(to: folder.appendingPathComponent("file.txt"))
 
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = [
-            "python3", "-u", "-m", "http.server", "--bind", "127.0.0.1", "--directory", folder.path, "0",
-        ]
-        let output = Pipe()
-        server.standardOutput = output
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            // SIGKILL, not `terminate()`: the child inherits the spawning thread's signal mask,
-            // and a Dispatch worker thread blocks SIGTERM, so the server would outlive the test.
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
-        // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
-        let banner = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        let server = try ChildProcess(
+            executable: "/usr/bin/env",
+            arguments: ["python3", "-u", "-m", "http.server", "--bind", "127.0.0.1", "--directory", folder.path, "0"],
+            standardOutput: .captured)
+        // Killed with SIGKILL when `server` is released. "Serving HTTP on 127.0.0.1 port 41234
+        // (http://127.0.0.1:41234/) ..."
+        let banner = try #require(server.waitForOutput(containing: ") ..."), "the server did not start")
         let port = try #require(
             banner.split(separator: " ").firstIndex(of: "port").map {
                 banner.split(separator: " ")[$0 + 1]

@@ -1,4 +1,5 @@
 import Foundation
+import ReactiveLoopTestSupport
 import Testing
 
 /// The compile-time guards are checked by compiling snippets against the module this test
@@ -12,16 +13,12 @@ struct UninhabitedTypeGuardTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("guard-\(UUID()).swift")
         try Data(("import ReactiveLoop\nstruct E: Error {}\n" + source).utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let compiler = Process()
-        compiler.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        compiler.arguments = ["swiftc", "-typecheck", "-I", modules, file.path]
-        let output = Pipe()
-        compiler.standardOutput = output
-        compiler.standardError = output
-        try compiler.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let compiler = try ChildProcess(
+            executable: "/usr/bin/env", arguments: ["swiftc", "-typecheck", "-I", modules, file.path],
+            standardOutput: .captured, standardError: .standardOutput)
         compiler.waitUntilExit()
-        return text
+        compiler.waitForCapturedEnd()
+        return compiler.standardOutputText
     }
 
     @Test func valuesOnlyObservationOfAStreamThatCanFailDoesNotCompile() throws {

@@ -406,50 +406,28 @@ struct DocumentationExampleTests {
 /// returns its exit status and output, or nil if it did not exit within `seconds`.
 func runTestHost(_ arguments: [String], seconds: Double = 60) throws -> (status: Int32, output: String)? {
     let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-    let process = Process()
-    process.executableURL = bundle.deletingLastPathComponent().appendingPathComponent("UVTestHost")
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let exited = DispatchSemaphore(value: 0)
-    DispatchQueue.global().async {
-        process.waitUntilExit()
-        exited.signal()
-    }
-    guard exited.wait(timeout: .now() + seconds) == .success else {
-        // SIGKILL: a child spawned from a Dispatch worker thread inherits its blocked SIGTERM.
-        kill(process.processIdentifier, SIGKILL)
-        return nil
-    }
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    return (process.terminationStatus, text)
+    let process = try ChildProcess(
+        executable: bundle.deletingLastPathComponent().appendingPathComponent("UVTestHost").path,
+        arguments: arguments, standardOutput: .captured, standardError: .standardOutput)
+    // Killed with SIGKILL when released, if still running.
+    guard process.waitForExit(seconds: seconds) else { return nil }
+    process.waitForCapturedEnd(seconds: 10)
+    return (process.terminationStatus, process.standardOutputText)
 }
 
 @Suite("The daemon example of docs/EventLoop.md")
 struct DaemonExampleTests {
     @Test func itCountsUDPAndTCPLinesAndStopsOnSIGTERM() throws {
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        let process = Process()
-        process.executableURL = bundle.deletingLastPathComponent().appendingPathComponent("UVTestHost")
-        process.arguments = ["daemon-example", "0"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = Pipe()
-        // Started from a Dispatch thread, the child inherits a mask that blocks SIGTERM: the
-        // example must receive it anyway (`signals(_:)` unblocks what it watches).
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        // Started with SIGTERM blocked, as a child of a Dispatch worker thread is: the example
+        // must receive it anyway (`signals(_:)` unblocks what it watches).
+        let process = try ChildProcess(
+            executable: bundle.deletingLastPathComponent().appendingPathComponent("UVTestHost").path,
+            arguments: ["daemon-example", "0"], standardOutput: .captured, blockedSignals: [SIGTERM])
         // The first line names the port.
-        var firstLine = Data()
-        while !firstLine.contains(UInt8(ascii: "\n")) {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            try #require(!byte.isEmpty, "the example exited before listening")
-            firstLine.append(byte)
-        }
-        let port = try #require(
-            Int(String(decoding: firstLine, as: UTF8.self).dropFirst("listening ".count).dropLast()))
+        let started = try #require(process.waitForOutput(containing: "\n"), "the example exited before listening")
+        let firstLine = started.prefix { $0 != "\n" }
+        let port = try #require(Int(firstLine.dropFirst("listening ".count)))
 
         // 2 lines over UDP, 3 over TCP (the last one unterminated and dropped, one overlong client).
         let loop = try EventLoop.startOnNewThread()
@@ -474,13 +452,9 @@ struct DaemonExampleTests {
         usleep(500_000)
         kill(process.processIdentifier, SIGTERM)
 
-        let exited = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            process.waitUntilExit()
-            exited.signal()
-        }
-        try #require(exited.wait(timeout: .now() + 30) == .success)
-        let rest = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try #require(process.waitForExit(seconds: 30))
+        #expect(process.waitForCapturedEnd())
+        let rest = process.standardOutputText.dropFirst(firstLine.count + 1)
         #expect(process.terminationStatus == 0)
         #expect(rest == "5 lines\ndaemon-example ok\n")
     }
