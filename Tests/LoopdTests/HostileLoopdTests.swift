@@ -229,6 +229,9 @@ struct HostileLoopdLogTests {
                 "--port", "0", "--prometheus", "127.0.0.1:0", "--flush-interval", "0.05", "--log-level", "debug",
                 "--output", output.path,
             ], standardError: .descriptor(stderrPipe.fileHandleForWriting.fileDescriptor))
+        // Only loopd writes to the pipe: if it dies, the reads below see the end.
+        try stderrPipe.fileHandleForWriting.close()
+        defer { withExtendedLifetime(stderrPipe) {} }  // Its read end is read below, by number.
         let fd = stderrPipe.fileHandleForReading.fileDescriptor
         let startup = read(fd, until: "/metrics")
         let port = Int(

@@ -40,9 +40,14 @@ final class LoopdProcess: @unchecked Sendable {  // Immutable after init but for
             variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             for name in unsetting { variables?[name] = nil }
         }
-        process = try ChildProcess(
-            executable: Self.binary.path, arguments: all, environment: variables, standardOutput: standardOutput,
-            standardError: .captured)
+        do {
+            process = try ChildProcess(
+                executable: Self.binary.path, arguments: all, environment: variables, standardOutput: standardOutput,
+                standardError: .captured)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
         if waitForListening {
             let line = try waitForLog("listening on ")
             let address = line.components(separatedBy: "listening on ")[1].split(separator: " ")[0]
@@ -100,8 +105,9 @@ final class LoopdProcess: @unchecked Sendable {  // Immutable after init but for
         return kibibytes << 10
     }
 
+    /// Waits for loopd's exit; a test issue if it has not exited within `seconds`.
     func waitForExit(seconds: Double = 20) {
-        process.waitForExit(seconds: seconds)
+        if !process.waitForExit(seconds: seconds) { Issue.record("loopd did not exit within \(seconds) s") }
     }
 
     /// The flushes written so far, parsed.

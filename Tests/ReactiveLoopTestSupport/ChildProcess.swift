@@ -1,9 +1,11 @@
-// A child process for tests, started with posix_spawn and reaped with waitpid.
+// A child process for tests, started with posix_spawn and reaped with waitpid, with no
+// Dispatch in between.
 //
-// Foundation's `Process` watches its children and their pipes with Dispatch sources; the test
-// process once crashed inside libdispatch's event loop while it ran loopd children that way.
-// This type uses no Dispatch: a captured stream is read by a thread of its own, and the exit
-// status is taken with waitpid when asked for.
+// The test process once crashed inside libdispatch's event loop while it ran loopd children
+// through Foundation's `Process`, reading their standard error with
+// `FileHandle.readabilityHandler` (a Dispatch read source, which the harness left registered
+// when it killed the child and closed the pipe). This type reads a captured stream with a
+// thread of its own, and reaps the child with a thread of its own as soon as it exits.
 
 import Foundation
 
@@ -14,56 +16,60 @@ import Foundation
 /// A child process started for a test: its streams, its exit, and nothing else the test does
 /// not ask for.
 ///
-/// The child starts with no signal blocked (unless `blockedSignals` says otherwise) and with
-/// only descriptors 0, 1 and 2 open, whatever thread starts it and whatever the test process
-/// has open. A child still running when its `ChildProcess` is released is killed with SIGKILL
-/// and reaped.
-public final class ChildProcess: @unchecked Sendable {  // `state` is guarded by `lock`.
+/// The child starts in a process group of its own, with every signal's default action, no
+/// signal blocked (unless `blockedSignals` says otherwise), standard input from `/dev/null`,
+/// and only descriptors 0, 1 and 2 open, whatever thread starts it and whatever the test
+/// process has open. It is reaped as soon as it exits. A child still running when its
+/// `ChildProcess` is released is killed with its group (SIGKILL) and reaped.
+///
+/// Needs glibc 2.34 or later (`posix_spawn_file_actions_addclosefrom_np`).
+public final class ChildProcess: @unchecked Sendable {  // Immutable; `Shared` guards the rest.
     /// Where one of the child's output streams goes.
     public enum Stream: Sendable {
         /// `/dev/null`.
         case null
-        /// This descriptor, which the caller keeps and closes.
+        /// This descriptor of the test process, which the caller keeps and closes.
         case descriptor(Int32)
         /// A pipe that a thread of this object reads to its end; see `standardOutputText` and
         /// `standardErrorText`.
         case captured
-        /// For standard error: wherever standard output goes (into the same captured text).
+        /// For standard error only: wherever standard output goes (into the same captured text).
         case standardOutput
     }
 
-    /// The child's process identifier.
+    /// The child's process identifier (also its process group's).
     public let processIdentifier: pid_t
 
-    /// What the reading threads and the test share. The threads hold this, not the
-    /// `ChildProcess`, so that releasing the latter kills the child even while they read.
-    private final class Shared: @unchecked Sendable {  // `state` is guarded by `lock`.
+    /// What the reading and reaping threads and the test share. The threads hold this, not
+    /// the `ChildProcess`, so that releasing the latter kills the child even while they run.
+    private final class Shared: @unchecked Sendable {  // Every field is guarded by `lock`.
         let lock = NSCondition()
-        var state = State()
-    }
-    private struct State {
-        var waitStatus: Int32?  // Set once the child is reaped.
+        /// The raw status from waitpid once the child was reaped (`Int32.min` if it could not
+        /// be: something else reaped it).
+        var waitStatus: Int32?
         var output: [UInt8] = []
         var error: [UInt8] = []
-        var openReaders = 0
+        var outputOpen = false
+        var errorOpen = false
     }
     private let shared = Shared()
-    private var lock: NSCondition { shared.lock }
-    private var state: State {
-        get { shared.state }
-        _modify { yield &shared.state }
-    }
 
     /// Starts `executable` (a path) with `arguments`.
     ///
     /// - Parameters:
     ///   - environment: The child's whole environment; nil passes this process' own.
     ///   - blockedSignals: Signals the child starts with blocked (none by default).
-    /// - Throws: `ChildProcessError` naming the call that failed and its errno.
+    /// - Throws: `ChildProcessError` naming the call that failed and its error.
     public init(
         executable: String, arguments: [String] = [], environment: [String: String]? = nil,
         standardOutput: Stream = .null, standardError: Stream = .null, blockedSignals: [Int32] = []
     ) throws {
+        precondition(
+            { if case .standardOutput = standardOutput { false } else { true } }(),
+            "ChildProcess: standardOutput cannot be .standardOutput")
+        guard let pipe2 = Self.pipe2, let addCloseFrom = Self.addCloseFrom else {
+            throw ChildProcessError.failed("dlsym of pipe2 and posix_spawn_file_actions_addclosefrom_np", ENOSYS)
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -71,45 +77,53 @@ public final class ChildProcess: @unchecked Sendable {  // `state` is guarded by
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
 
-        // Pipes of captured streams: the child gets the write end, this object reads the other.
+        // Pipes of captured streams: the child gets the write end, a thread reads the other.
         var readEnds: [(fd: Int32, isError: Bool)] = []
         var writeEnds: [Int32] = []
         defer { for fd in writeEnds { close(fd) } }
-        func pipeEnd(isError: Bool) throws -> Int32 {
-            var ends: [Int32] = [0, 0]
-            guard Self.pipe2(&ends, O_CLOEXEC) == 0 else { throw ChildProcessError.failed("pipe2", errno) }
-            readEnds.append((ends[0], isError))
-            writeEnds.append(ends[1])
-            return ends[1]
+        func check(_ result: Int32, _ call: String) throws {
+            guard result == 0 else { throw ChildProcessError.failed(call, result) }
         }
         func redirect(_ stream: Stream, to target: Int32, isError: Bool) throws {
             switch stream {
             case .null:
-                posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+                try check(
+                    posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0),
+                    "posix_spawn_file_actions_addopen")
             case let .descriptor(fd):
-                posix_spawn_file_actions_adddup2(&actions, fd, target)
+                // Checked here: the child would otherwise write wherever the test's own goes.
+                guard fcntl(fd, F_GETFD) >= 0 else { throw ChildProcessError.failed("descriptor \(fd)", EBADF) }
+                try check(posix_spawn_file_actions_adddup2(&actions, fd, target), "posix_spawn_file_actions_adddup2")
             case .captured:
-                posix_spawn_file_actions_adddup2(&actions, try pipeEnd(isError: isError), target)
+                var ends: [Int32] = [0, 0]
+                guard pipe2(&ends, O_CLOEXEC) == 0 else { throw ChildProcessError.failed("pipe2", errno) }
+                readEnds.append((ends[0], isError))
+                writeEnds.append(ends[1])
+                try check(
+                    posix_spawn_file_actions_adddup2(&actions, ends[1], target), "posix_spawn_file_actions_adddup2")
             case .standardOutput:
-                posix_spawn_file_actions_adddup2(&actions, 1, target)
+                // After standard output's own action: the child's 1 is already in place.
+                try check(posix_spawn_file_actions_adddup2(&actions, 1, target), "posix_spawn_file_actions_adddup2")
             }
         }
         do {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            try check(
+                posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0),
+                "posix_spawn_file_actions_addopen")
             try redirect(standardOutput, to: 1, isError: false)
             try redirect(standardError, to: 2, isError: true)
-            guard Self.addCloseFrom(&actions, 3) == 0 else {
-                throw ChildProcessError.failed("posix_spawn_file_actions_addclosefrom_np", errno)
-            }
+            try check(addCloseFrom(&actions, 3), "posix_spawn_file_actions_addclosefrom_np")
 
             var mask = sigset_t()
             sigemptyset(&mask)
             for signal in blockedSignals { sigaddset(&mask, signal) }
-            posix_spawnattr_setsigmask(&attributes, &mask)
+            try check(posix_spawnattr_setsigmask(&attributes, &mask), "posix_spawnattr_setsigmask")
             var defaults = sigset_t()
             sigfillset(&defaults)
-            posix_spawnattr_setsigdefault(&attributes, &defaults)
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+            try check(posix_spawnattr_setsigdefault(&attributes, &defaults), "posix_spawnattr_setsigdefault")
+            try check(posix_spawnattr_setpgroup(&attributes, 0), "posix_spawnattr_setpgroup")
+            let flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP
+            try check(posix_spawnattr_setflags(&attributes, Int16(flags)), "posix_spawnattr_setflags")
         } catch {
             for end in readEnds { close(end.fd) }
             throw error
@@ -136,26 +150,39 @@ public final class ChildProcess: @unchecked Sendable {  // `state` is guarded by
             throw ChildProcessError.failed("posix_spawn \(executable)", spawned)
         }
         processIdentifier = pid
-        state.openReaders = readEnds.count
+        let shared = self.shared
         for end in readEnds {
-            let thread = Thread { [shared] in Self.read(end.fd, isError: end.isError, into: shared) }
-            thread.start()
+            if end.isError { shared.errorOpen = true } else { shared.outputOpen = true }
+            Thread { Self.read(end.fd, isError: end.isError, into: shared) }.start()
         }
+        Thread { [pid] in Self.reap(pid, into: shared) }.start()
     }
 
     // glibc has both (2.34 and later), but declares them only for `_GNU_SOURCE`, which the
-    // Glibc module is not imported with. The pipe is made close-on-exec at once, so that no
+    // Glibc module is not imported with. A pipe is made close-on-exec at once, so that no
     // other test's child inherits it; the child closes every descriptor above 2.
     private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    private static let pipe2 = unsafeBitCast(dlsym(nil, "pipe2")!, to: Pipe2.self)
-    private static let addCloseFrom = unsafeBitCast(
-        dlsym(nil, "posix_spawn_file_actions_addclosefrom_np")!, to: AddCloseFrom.self)
+    private static let pipe2 = dlsym(nil, "pipe2").map { unsafeBitCast($0, to: Pipe2.self) }
+    private static let addCloseFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+        unsafeBitCast($0, to: AddCloseFrom.self)
+    }
 
     deinit {
         if isRunning {
-            kill(processIdentifier, SIGKILL)
+            kill(-processIdentifier, SIGKILL)
             waitUntilExit()
+        }
+    }
+
+    /// Waits for the child's exit (blocking a thread of its own), then records it.
+    private static func reap(_ pid: pid_t, into shared: Shared) {
+        var status: Int32 = 0
+        var reaped: pid_t
+        repeat { reaped = waitpid(pid, &status, 0) } while reaped < 0 && errno == EINTR
+        shared.lock.withLock {
+            shared.waitStatus = reaped == pid ? status : Int32.min
+            shared.lock.broadcast()
         }
     }
 
@@ -168,91 +195,87 @@ public final class ChildProcess: @unchecked Sendable {  // `state` is guarded by
             if count <= 0 { break }
             shared.lock.withLock {
                 if isError {
-                    shared.state.error += buffer[0..<count]
+                    shared.error += buffer[0..<count]
                 } else {
-                    shared.state.output += buffer[0..<count]
+                    shared.output += buffer[0..<count]
                 }
                 shared.lock.broadcast()
             }
         }
         close(fd)
         shared.lock.withLock {
-            shared.state.openReaders -= 1
+            if isError { shared.errorOpen = false } else { shared.outputOpen = false }
             shared.lock.broadcast()
         }
     }
 
     /// What the child wrote to a captured standard output so far (with standard error, if it
     /// goes to `.standardOutput`).
-    public var standardOutputText: String { lock.withLock { String(decoding: state.output, as: UTF8.self) } }
+    public var standardOutputText: String { shared.lock.withLock { String(decoding: shared.output, as: UTF8.self) } }
 
     /// What the child wrote to a captured standard error so far.
-    public var standardErrorText: String { lock.withLock { String(decoding: state.error, as: UTF8.self) } }
+    public var standardErrorText: String { shared.lock.withLock { String(decoding: shared.error, as: UTF8.self) } }
 
-    /// Waits until every captured stream reached its end (the child and whatever inherited
-    /// the streams closed them), for at most `seconds`; returns whether they did.
+    /// Waits until every captured stream reached its end (the child, and whatever inherited
+    /// the streams, closed them), for at most `seconds`; returns whether they did.
     @discardableResult
     public func waitForCapturedEnd(seconds: Double = 20) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        return lock.withLock {
-            while state.openReaders > 0 {
-                if !lock.wait(until: deadline) { return state.openReaders == 0 }
-            }
-            return true
-        }
+        wait(seconds: seconds) { !$0.outputOpen && !$0.errorOpen }
     }
 
     /// Waits until the captured standard output holds `text`, for at most `seconds`; returns
     /// all it holds then, or nil if the text did not come (the stream ended or time ran out).
     public func waitForOutput(containing text: String, seconds: Double = 20) -> String? {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        return lock.withLock {
-            while true {
-                let output = String(decoding: state.output, as: UTF8.self)
-                if output.contains(text) { return output }
-                if state.openReaders == 0 || !lock.wait(until: deadline) { return nil }
+        var found: String?
+        _ = wait(seconds: seconds) { shared in
+            let output = String(decoding: shared.output, as: UTF8.self)
+            if output.contains(text) { found = output }
+            return found != nil || !shared.outputOpen
+        }
+        return found
+    }
+
+    /// Waits until `done` (asked under the lock) is true, for at most `seconds` (nil: for as
+    /// long as it takes); returns its last answer.
+    private func wait(seconds: Double?, until done: (Shared) -> Bool) -> Bool {
+        let deadline = seconds.map { Date(timeIntervalSinceNow: $0) }
+        return shared.lock.withLock {
+            while !done(shared) {
+                if let deadline {
+                    if !shared.lock.wait(until: deadline) { return done(shared) }
+                } else {
+                    shared.lock.wait()
+                }
             }
+            return true
         }
     }
 
-    /// Whether the child has not exited yet (reaps it if it has).
-    public var isRunning: Bool {
-        lock.withLock {
-            if state.waitStatus == nil {
-                var status: Int32 = 0
-                if waitpid(processIdentifier, &status, WNOHANG) == processIdentifier { state.waitStatus = status }
-            }
-            return state.waitStatus == nil
-        }
-    }
+    /// Whether the child has not exited yet.
+    public var isRunning: Bool { shared.lock.withLock { shared.waitStatus == nil } }
 
-    /// Blocks until the child exits. (It polls: a blocking waitpid under the lock would stop
-    /// the reading threads, and a child blocked on a full pipe would never exit.)
+    /// Blocks until the child exits.
     public func waitUntilExit() {
-        while isRunning { usleep(1000) }
+        _ = wait(seconds: nil) { $0.waitStatus != nil }
     }
 
     /// Waits for the child's exit for at most `seconds`; returns whether it exited.
     @discardableResult
     public func waitForExit(seconds: Double) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while isRunning {
-            if Date() > deadline { return false }
-            usleep(2000)
-        }
-        return true
+        wait(seconds: seconds) { $0.waitStatus != nil }
     }
 
-    /// The child's exit code, or the number of the signal that ended it; -1 while it runs.
+    /// The child's exit code, or the number of the signal that ended it; -1 while it runs (or
+    /// if its status is unknown).
     public var terminationStatus: Int32 {
-        guard !isRunning, let status = lock.withLock({ state.waitStatus }) else { return -1 }
+        guard let status = shared.lock.withLock({ shared.waitStatus }), status != Int32.min else { return -1 }
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : signal
     }
 
     /// The signal that ended the child, if one did; nil while it runs or if it exited.
     public var terminationSignal: Int32? {
-        guard !isRunning, let status = lock.withLock({ state.waitStatus }) else { return nil }
+        guard let status = shared.lock.withLock({ shared.waitStatus }), status != Int32.min else { return nil }
         let signal = status & 0x7f
         return signal == 0 ? nil : signal
     }
@@ -260,7 +283,7 @@ public final class ChildProcess: @unchecked Sendable {  // `state` is guarded by
 
 /// A system call that starting a `ChildProcess` made failed.
 public enum ChildProcessError: Error, CustomStringConvertible {
-    /// The call, and its errno (or the error number it returned).
+    /// The call, and its error number.
     case failed(String, Int32)
 
     public var description: String {

@@ -24,12 +24,27 @@ struct ChildProcessTests {
         let held = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(held) }
         try #require(held > 2)
-        // The shell's own descriptors, as it lists them (the listing's own is the 3 of `ls`).
-        let listed = try shell("ls /proc/self/fd")
-        #expect(listed.status == 0)
-        let descriptors = listed.output.split(separator: "\n").compactMap { Int32($0) }
-        #expect(!descriptors.contains(held), "\(descriptors)")
-        #expect(descriptors.filter { $0 > 3 }.isEmpty, "\(descriptors)")
+        let child = try ChildProcess(executable: "/bin/sleep", arguments: ["30"], standardOutput: .captured)
+        // Listed by this process, so that no listing's own descriptor is among them.
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.processIdentifier)/fd")
+            .compactMap { Int32($0) }.sorted()
+        #expect(descriptors == [0, 1, 2])
+    }
+
+    @Test func standardOutputAndStandardErrorAreCapturedApart() throws {
+        let child = try ChildProcess(
+            executable: "/bin/sh", arguments: ["-c", "echo out; echo err >&2"], standardOutput: .captured,
+            standardError: .captured)
+        #expect(child.waitForExit(seconds: 20) && child.waitForCapturedEnd())
+        #expect(child.standardOutputText == "out\n")
+        #expect(child.standardErrorText == "err\n")
+    }
+
+    @Test func theEnvironmentIsTheOneGiven() throws {
+        let child = try ChildProcess(
+            executable: "/usr/bin/env", environment: ["ONLY": "this"], standardOutput: .captured)
+        #expect(child.waitForExit(seconds: 20) && child.waitForCapturedEnd())
+        #expect(child.standardOutputText == "ONLY=this\n")
     }
 
     @Test func aChildStartsWithOnlyTheSignalsItIsToldToBlock() throws {
@@ -64,13 +79,46 @@ struct ChildProcessTests {
         #expect(try shell("echo out; echo err >&2").output == "out\nerr\n")
     }
 
-    @Test func aChildStillRunningWhenReleasedIsKilled() throws {
+    @Test func aChildStillRunningWhenReleasedIsKilledAndReaped() throws {
         var child: ChildProcess? = try ChildProcess(executable: "/bin/sleep", arguments: ["30"])
         let pid = try #require(child?.processIdentifier)
         child = nil
-        // Killed and reaped: the process identifier names no process now (or, at worst, a new one).
-        let command = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)
-        #expect(kill(pid, 0) != 0 || command?.contains("sleep") != true)
+        // Reaped: it is no child of this process any more (a zombie still would be).
+        #expect(waitpid(pid, nil, WNOHANG) == -1 && errno == ECHILD)
+    }
+
+    @Test func aChildThatExitsIsReapedWithoutBeingAsked() throws {
+        let child = try ChildProcess(executable: "/bin/true")
+        let pid = child.processIdentifier
+        // Nothing asks the child anything: its own thread reaps it.
+        let reaped = eventually(seconds: 20, pollingEvery: 0.01) {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+            return !stat.contains(") Z ")
+        }
+        #expect(reaped)
+        #expect(child.waitForExit(seconds: 20))
+        #expect(child.terminationStatus == 0)
+    }
+
+    @Test func aGrandchildIsKilledWithTheChild() throws {
+        var child: ChildProcess? = try ChildProcess(
+            executable: "/bin/sh", arguments: ["-c", "sleep 30 & echo $!; wait"], standardOutput: .captured)
+        let line = try #require(child?.waitForOutput(containing: "\n"))
+        let grandchild = try #require(pid_t(line.trimmingCharacters(in: .whitespacesAndNewlines)))
+        child = nil
+        let gone = eventually(seconds: 20, pollingEvery: 0.01) {
+            guard let stat = try? String(contentsOfFile: "/proc/\(grandchild)/stat", encoding: .utf8) else {
+                return true
+            }
+            return stat.contains(") Z ")
+        }
+        #expect(gone)
+    }
+
+    @Test func aDescriptorThatIsNotOpenIsAnError() {
+        #expect(throws: ChildProcessError.self) {
+            try ChildProcess(executable: "/bin/true", standardOutput: .descriptor(9999))
+        }
     }
 
     @Test func aMissingExecutableIsAnError() {

@@ -51,8 +51,9 @@ struct FoundationExtensionsTests {
             executable: "/usr/bin/env",
             arguments: ["python3", "-u", "-m", "http.server", "--bind", "127.0.0.1", "--directory", folder.path, "0"],
             standardOutput: .captured)
-        // Killed with SIGKILL when `server` is released. "Serving HTTP on 127.0.0.1 port 41234
-        // (http://127.0.0.1:41234/) ..."
+        // Killed with SIGKILL when `server` is released, at the end of the test.
+        defer { withExtendedLifetime(server) {} }
+        // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
         let banner = try #require(server.waitForOutput(containing: ") ..."), "the server did not start")
         let port = try #require(
             banner.split(separator: " ").firstIndex(of: "port").map {

@@ -423,9 +423,12 @@ struct DaemonExampleTests {
         // must receive it anyway (`signals(_:)` unblocks what it watches).
         let process = try ChildProcess(
             executable: bundle.deletingLastPathComponent().appendingPathComponent("UVTestHost").path,
-            arguments: ["daemon-example", "0"], standardOutput: .captured, blockedSignals: [SIGTERM])
+            arguments: ["daemon-example", "0"], standardOutput: .captured, standardError: .captured,
+            blockedSignals: [SIGTERM])
         // The first line names the port.
-        let started = try #require(process.waitForOutput(containing: "\n"), "the example exited before listening")
+        let started = try #require(
+            process.waitForOutput(containing: "\n"), "the example exited before listening: \(process.standardErrorText)"
+        )
         let firstLine = started.prefix { $0 != "\n" }
         let port = try #require(Int(firstLine.dropFirst("listening ".count)))
 
@@ -452,7 +455,7 @@ struct DaemonExampleTests {
         usleep(500_000)
         kill(process.processIdentifier, SIGTERM)
 
-        try #require(process.waitForExit(seconds: 30))
+        try #require(process.waitForExit(seconds: 30), "no exit after SIGTERM: \(process.standardErrorText)")
         #expect(process.waitForCapturedEnd())
         let rest = process.standardOutputText.dropFirst(firstLine.count + 1)
         #expect(process.terminationStatus == 0)

@@ -579,9 +579,10 @@ struct UDPTests {
             #expect(eventually { onLoop(loop) { server.isPaused } == false })
             let pauses = onLoop(loop) { server.readPauses }
             for burst in 0..<20 {
+                // At least: what the pause held back may still be coming in.
                 let expected = recorder.values.value.count + 10
                 send(Array(repeating: "q\(burst)", count: 10), to: server.localAddress.port)
-                try #require(eventually { recorder.values.value.count == expected })
+                try #require(eventually { recorder.values.value.count >= expected })
             }
             #expect(onLoop(loop) { server.readPauses } == pauses)
         }
