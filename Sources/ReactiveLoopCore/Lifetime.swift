@@ -20,7 +20,8 @@ import Synchronization
 ///   attachment, such as a producer run's interruption or an operator's observation of its
 ///   upstream, takes an inline slot instead; a producer run has a second one.) Checking
 ///   `hasEnded` is one atomic load. A
-///   producer's run is itself a lifetime (see `SignalProducer.start(_:)`), which is why this
+///   producer's run is itself a lifetime (see `SignalProducer.start(_:)`; a property's
+///   producer started with closures, or an observer of closures, makes no run), which is why this
 ///   class is not `final`; it is not `open`, so only this module subclasses it.
 public class Lifetime {
     /// The lifetime that holds the state, when this one was made with `init(_ token:)`.

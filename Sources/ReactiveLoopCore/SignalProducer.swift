@@ -229,8 +229,10 @@ enum _ProducerShape {
     case chain(AnyObject)
     /// A property's producer (a `_PropertySource`; the error type is then `Never`):
     /// `startWithValues` registers its closure on the property's signal core directly, and
-    /// does not call `_run`. Only `_PropertyStorage.producer(keeping:)` makes one, with the
-    /// runs of the same source; an operator never passes a shape on to its result.
+    /// so do `start(_:)` with a closure or an observer that keeps no signal core, and the
+    /// other convenience starts, through a `_PropertyRun`; none of them calls `_run`. Only
+    /// `_PropertyStorage.producer(keeping:)` makes one, with the runs of the same source; an
+    /// operator never passes a shape on to its result.
     case property(AnyObject)
     /// A producer whose run ends inside `_run`: every event is sent before `_run` returns, and
     /// neither the observer nor the lifetime is kept past it (`SignalProducer(value:)` and the
@@ -304,7 +306,9 @@ extension _RunLifetime: @unchecked Sendable {}  // The flag is atomic; the lifet
 /// producer observes its lifetime to send `interrupted`).
 ///
 /// The run receives with closures, not an observer: `startWithValues` and the other
-/// convenience starts hand it the caller's closures with no observer object around them. It
+/// convenience starts hand it the caller's closures with no observer object around them (on
+/// a property's producer they register on the property's signal core instead, and make no
+/// run). It
 /// lets go of them once the terminal event is delivered, so a disposable kept after the run
 /// ended does not keep them, or what they capture, alive.
 @usableFromInline
@@ -381,7 +385,13 @@ extension SignalProducer {
     @discardableResult
     @inlinable
     public func start(_ observer: Signal<Value, Error>.Observer = .init()) -> any Disposable {
-        _start(observer) { _ in }
+        // A property's producer: the observer's closure goes on the property's signal core
+        // itself. An observer that keeps a signal core (a lock-free pipe's input, which
+        // interrupts its signal when released) is kept by a run, whose end releases it.
+        if case let .property(source)? = _shape, observer.core == nil {
+            return unsafeDowncast(source, to: _PropertySource<Value>.self).startEvents(observer.action)
+        }
+        return _start(observer) { _ in }
     }
 
     /// Starts a run; `beforeRun` receives the run's disposable before any event is sent, so
@@ -399,7 +409,11 @@ extension SignalProducer {
     func _start(
         values: ((Value) -> Void)? = nil, events: @escaping (Signal<Value, Error>.Event) -> Void
     ) -> any Disposable {
-        _start(_ProducerRun(values: values, events: events)) { _ in }
+        // A property's producer: `events` goes on the property's signal core itself.
+        if values == nil, case let .property(source)? = _shape {
+            return unsafeDowncast(source, to: _PropertySource<Value>.self).startEvents(events)
+        }
+        return _start(_ProducerRun(values: values, events: events)) { _ in }
     }
 
     @inlinable

@@ -244,12 +244,13 @@ struct LifetimeAttachmentTests {
         let (signal, input) = withCoreKind(.lockFree) { Signal<Int, Never>.pipe() }
         let property = MutableProperty(0)
         let values = Box<[Int]>([])
+        // With a signal's input: a closure or an observer of closures makes no run on a
+        // property's producer.
+        let (propertySignal, propertyInput) = withCoreKind(.lockFree) { Signal<Int, Never>.pipe() }
+        propertySignal.observeValues { value in values.modify { $0.append(value) } }
         let runs = [
             SignalProducer(signal).startWithValues { value in values.modify { $0.append(value) } },
-            // Not `startWithValues`, which makes no run on a property's producer.
-            property.producer.start { event in
-                if case let .value(value) = event { values.modify { $0.append(value) } }
-            },
+            property.producer.start(propertyInput),
         ]
         for run in runs {
             #expect((run as? Lifetime)?._state.load(ordering: .relaxed) == 0)

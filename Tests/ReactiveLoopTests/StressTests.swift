@@ -184,6 +184,69 @@ struct StressTests {
         }
     }
 
+    /// `start` with a closure of every event on a property's producer registers on the core
+    /// directly, with no serializing sink: a disposal from another thread, racing the sets
+    /// (and, every other round, the release of the property, which completes it once the
+    /// sets are done), ends the run with one terminal event after the values it got, never
+    /// inside or beside a delivery.
+    @Test func propertyStartOfEveryEventRacingSetsDisposalAndRelease() {
+        for round in 0..<400 {
+            let releasing = round % 2 == 1
+            let holder = Box<MutableProperty<Int>?>(MutableProperty(0))  // Released by one thread.
+            let observer = CheckingObserver(threads: 1)
+            weak var weakTracked: Tracked?
+            nonisolated(unsafe) let disposable: any Disposable  // Disposables are thread safe.
+            do {
+                let tracked = Tracked()
+                weakTracked = tracked
+                disposable = holder.value!.producer.start { event in
+                    _ = tracked
+                    observer.receive(event, threads: 1)
+                }
+            }
+            let halfway = DispatchSemaphore(value: 0)
+            DispatchQueue.concurrentPerform(iterations: releasing ? 3 : 2) { side in
+                switch side {
+                case 0:
+                    // Weakly: the property goes when the third side lets go of it.
+                    weak var property = holder.value
+                    for value in 1...200 {
+                        property?.value = value
+                        if value == 20 { for _ in 0..<(releasing ? 2 : 1) { halfway.signal() } }
+                    }
+                case 1:
+                    halfway.wait()
+                    disposable.dispose()
+                default:
+                    halfway.wait()
+                    holder.value = nil
+                }
+            }
+            #expect(observer.overlaps == 0)
+            #expect(observer.outOfOrder == 0)
+            #expect(observer.afterTerminal == 0)
+            if releasing {
+                #expect(observer.terminal == .interrupted || observer.terminal == .completed)
+            } else {
+                #expect(observer.terminal == .interrupted)
+            }
+            #expect(weakTracked == nil)
+        }
+    }
+
+    /// Two threads disposing one run of a property's producer at once: one `interrupted`.
+    @Test func propertyStartOfEveryEventDisposedFromTwoThreadsAtOnce() {
+        for _ in 0..<500 {
+            let property = MutableProperty(0)
+            let observer = CheckingObserver(threads: 1)
+            nonisolated(unsafe) let disposable = property.producer.start { observer.receive($0, threads: 1) }
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in disposable.dispose() }
+            #expect(observer.terminal == .interrupted)
+            #expect(observer.afterTerminal == 0)
+            #expect(observer.overlaps == 0)
+        }
+    }
+
     @Test func flattenMergeWithInnerProducersCompletingOnOtherThreads() {
         let inners = 200
         let perInner = 50

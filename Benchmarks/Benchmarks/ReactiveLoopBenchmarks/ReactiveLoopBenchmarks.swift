@@ -193,10 +193,20 @@ let benchmarks: @Sendable () -> Void = {
             return (property, property.producer.startWithValues { blackHole($0) })
         }
     }
-    Benchmark("Memory: 100k MutableProperty<Int>, each observed through a run of its producer", configuration: memory) {
+    Benchmark(
+        "Memory: 100k MutableProperty<Int>, each observed through producer.start", configuration: memory
+    ) {
         keepingProperties($0) {
             let property = MutableProperty(0)
             return (property, property.producer.start { if case let .value(value) = $0 { blackHole(value) } })
+        }
+    }
+    Benchmark(
+        "Memory: 100k MutableProperty<Int>, each observed through an operator on its producer", configuration: memory
+    ) {
+        keepingProperties($0) {
+            let property = MutableProperty(0)
+            return (property, property.producer.map { $0 }.startWithValues { blackHole($0) })
         }
     }
     Benchmark("Memory: 100k MutableProperty<Int>, each observed through its signal", configuration: memory) {

@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -161,6 +163,8 @@ final class _PropertyStorage<Value>: ManagedBuffer<Value, UInt64> {
 /// `startWithValues` on the producer calls `startValues(_:)`, which registers the closure on
 /// the core with no run, sink or observer around it: the disposable it returns is the one a
 /// signal observation returns, and lets go of the closure when the property's streams end.
+/// `start(_:)` with a closure or an observer of closures, and the other convenience starts,
+/// call `startEvents(_:)`, which registers a `_PropertyRun` the same way.
 @usableFromInline
 final class _PropertySource<Value> {
     @usableFromInline let storage: _PropertyStorage<Value>
@@ -214,3 +218,123 @@ final class _PropertySource<Value> {
         }
     }
 }
+
+extension _PropertySource {
+    /// `start(_:)` on the producer, with a closure or with an observer that keeps no signal
+    /// core, and the convenience starts other than `startWithValues`: the current value,
+    /// then every change, then `completed` when the property's streams end, to `events`, until
+    /// the returned disposable is disposed (which sends `interrupted`).
+    @inlinable
+    func startEvents<Error>(_ events: @escaping (Signal<Value, Error>.Event) -> Void) -> any Disposable {
+        storage.withCore { core in
+            let owned = core.beginExclusive()
+            defer { core.endExclusive(delivering: nil, owned: owned) }
+            let run = _PropertyRun<Value, Error>(events, core: core)
+            let subscription = _Subscription<Value, Never>(events: { [run] event in run.receive(event) })
+            run.subscription = subscription
+            let enrolled = core.enroll(subscription, ifTerminated: nil)
+            // Through the subscription, as the core delivers: a direct call of the run's
+            // `receive` from here was compiled with a reabstraction thunk for the closure, one
+            // allocation per start.
+            subscription.action(.value(storage.value))
+            // A property's producer completes, as its signal does (see `run(_:_:)`).
+            if !enrolled { subscription.action(.completed) }
+            return run
+        }
+    }
+}
+
+/// A run of a property's producer that delivers every event to one closure: its own serial
+/// guard, and the disposable `start` returns, in one object, registered on the property's
+/// signal core with no run, serializing sink or observer around it.
+///
+/// The core delivers one event at a time. What the run adds is the order between those
+/// deliveries and `dispose()`, which any thread may call: one atomic byte says whether a
+/// delivery is in progress, whether the run was disposed, and whether it ended. Whoever sets
+/// `disposedBit` or `endedBit` first decides how the run ends:
+/// - a delivery that finds the run disposed or ended delivers nothing;
+/// - `dispose()` during a delivery (from inside the closure, or from another thread) leaves
+///   `interrupted` to the delivery, which sends it when the closure returns; otherwise
+///   `dispose()` sends it;
+/// - the property's `completed` sets `endedBit` as its delivery begins, so that a `dispose()`
+///   after it sends nothing.
+/// The subscription (which refers back to this run) is let go of as the terminal event is
+/// delivered, and the closure once that delivery returns.
+@usableFromInline
+final class _PropertyRun<Value, Error: Swift.Error>: Disposable {
+    // Used only by whoever delivers (the bits above say who); replaced by a closure that does
+    // nothing as the terminal event is delivered, and released once that delivery returns.
+    @usableFromInline @exclusivity(unchecked) var events: (Signal<Value, Error>.Event) -> Void
+    @usableFromInline weak var core: _SignalCore<Value, Never>?
+    // Set before the subscription is registered; cleared by whichever of the terminal
+    // delivery and `dispose()` sets its bit first.
+    @usableFromInline @exclusivity(unchecked) var subscription: _Subscription<Value, Never>?
+    @usableFromInline let state = Synchronization.Atomic<UInt8>(0)
+
+    @inlinable static var deliveringBit: UInt8 { 1 }
+    @inlinable static var disposedBit: UInt8 { 2 }
+    @inlinable static var endedBit: UInt8 { 4 }
+
+    @inlinable
+    init(_ events: @escaping (Signal<Value, Error>.Event) -> Void, core: _SignalCore<Value, Never>) {
+        self.events = events
+        self.core = core
+    }
+
+    /// Whether `dispose()` has been called.
+    @inlinable
+    var isDisposed: Bool { state.load(ordering: .acquiring) & Self.disposedBit != 0 }
+
+    /// Delivers one event of the property's signal (a core's `interrupted`, given to a
+    /// registration behind the signal's end, passes on as `completed`).
+    @inlinable
+    func receive(_ event: Signal<Value, Never>.Event) {
+        guard case let .value(value) = event else { return end() }
+        // Marks the delivery, unless the run has ended or was disposed (then nothing is marked).
+        var current = state.load(ordering: .relaxed)
+        while true {
+            guard current & (Self.disposedBit | Self.endedBit) == 0 else { return }
+            assert(current & Self.deliveringBit == 0, "_PropertyRun: a delivery inside or beside another")
+            let (exchanged, original) = state.compareExchange(
+                expected: current, desired: current | Self.deliveringBit, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            current = original
+        }
+        events(.value(value))
+        let after = state.bitwiseAnd(~Self.deliveringBit, ordering: .acquiringAndReleasing).oldValue
+        if _slowPath(after & Self.disposedBit != 0) { deliverLast(.interrupted) }
+    }
+
+    @inlinable @inline(never)
+    func end() {
+        let before = state.bitwiseOr(Self.endedBit, ordering: .acquiringAndReleasing).oldValue
+        guard before & (Self.disposedBit | Self.endedBit) == 0 else { return }
+        subscription = nil
+        deliverLast(.completed)
+    }
+
+    /// Sends the run's terminal event, and lets go of the closure.
+    @inlinable
+    func deliverLast(_ event: Signal<Value, Error>.Event) {
+        let events = self.events
+        self.events = { _ in }
+        events(event)
+    }
+
+    /// Ends the run: it receives `interrupted` (at once, or when a delivery in progress
+    /// returns) unless it has ended; nothing is delivered after that. Then the subscription
+    /// leaves the core (after `interrupted`, as a run's end does it, unless a delivery in
+    /// progress sends that later).
+    @inlinable
+    func dispose() {
+        let before = state.bitwiseOr(Self.disposedBit, ordering: .acquiringAndReleasing).oldValue
+        guard before & (Self.disposedBit | Self.endedBit) == 0 else { return }
+        let subscription = self.subscription.unsafelyUnwrapped
+        self.subscription = nil
+        if before & Self.deliveringBit == 0 { deliverLast(.interrupted) }
+        core?.remove(subscription)
+    }
+}
+
+// The atomic byte decides who uses `events` and `subscription` (see the fields).
+extension _PropertyRun: @unchecked Sendable {}
