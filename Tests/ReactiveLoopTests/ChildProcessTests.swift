@@ -25,10 +25,17 @@ struct ChildProcessTests {
         defer { close(held) }
         try #require(held > 2)
         let child = try ChildProcess(executable: "/bin/sleep", arguments: ["30"], standardOutput: .captured)
-        // Listed by this process, so that no listing's own descriptor is among them.
-        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.processIdentifier)/fd")
-            .compactMap { Int32($0) }.sorted()
-        #expect(descriptors == [0, 1, 2])
+        // Listed by this process, so that no listing's own descriptor is among them. Until
+        // they are just 0, 1 and 2: while it starts, sleep may hold a file of its own open (its
+        // locale's); an inherited descriptor would stay.
+        var descriptors: [Int32] = []
+        let clean = eventually(seconds: 10, pollingEvery: 0.01) {
+            descriptors =
+                (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.processIdentifier)/fd"))?
+                .compactMap { Int32($0) }.sorted() ?? []
+            return descriptors == [0, 1, 2]
+        }
+        #expect(clean, "\(descriptors)")
     }
 
     @Test func standardOutputAndStandardErrorAreCapturedApart() throws {
