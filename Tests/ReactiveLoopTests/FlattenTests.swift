@@ -386,3 +386,80 @@ extension FlattenStrategy {
     /// Every strategy, for tests that must hold for each.
     static let allForTests: [FlattenStrategy] = [.merge, .concat, .latest, .race, .throttle, .concurrent(limit: 2)]
 }
+
+/// Inners that end inside their start are admitted as one inner run that the flatten reuses
+/// from one such inner to the next; these check what that reuse must not change.
+extension FlattenTests {
+    /// Values of an inner sent from inside another's delivery, whichever of them ends
+    /// inside its start, for a flatten of a producer and of a signal.
+    static func nestedInnerEvents(
+        _ strategy: FlattenStrategy, immediate: Bool, ofSignal: Bool
+    ) -> [Signal<Int, Never>.Event] {
+        func inner(_ value: Int) -> SignalProducer<Int, Never> {
+            let producer = SignalProducer<Int, Never>([value, value + 100])
+            return immediate ? producer : producer.map { $0 }
+        }
+        let recorder = Recorder<Int, Never>()
+        let (outer, outerInput) = Signal<Int, Never>.pipe()
+        let flattened =
+            ofSignal
+            ? SignalProducer(outer.flatMap(strategy, inner)) : SignalProducer(outer).flatMap(strategy, inner)
+        flattened.start { event in
+            recorder.observer.send(event)
+            // From inside the first inner's first value, then from inside the second's.
+            if case .value(1) = event { outerInput.send(value: 2) }
+            if case .value(2) = event { outerInput.send(value: 3) }
+            if case .value(103) = event { outerInput.send(value: 4) }
+        }
+        outerInput.send(value: 1)
+        outerInput.send(value: 5)
+        outerInput.send(value: 6)
+        outerInput.sendCompleted()
+        return recorder.events
+    }
+
+    @Test(arguments: FlattenStrategy.allForTests, [false, true])
+    func innersSentFromInsideAnImmediateInnersDeliveryRunAsTheyWouldOtherwise(
+        _ strategy: FlattenStrategy, ofSignal: Bool
+    ) {
+        let expected = Self.nestedInnerEvents(strategy, immediate: false, ofSignal: ofSignal)
+        #expect(expected.last == .completed, "\(strategy)")
+        #expect(Self.nestedInnerEvents(strategy, immediate: true, ofSignal: ofSignal) == expected, "\(strategy)")
+    }
+}
+
+extension FlattenTests {
+    /// Under a concurrency limit, an immediate inner that waited for a place starts when an
+    /// inner completes, outside any delivery of the outer stream; from inside its first value,
+    /// another inner completes and a second immediate inner comes, which takes the freed
+    /// place and is admitted while the first still runs. Each delivers all its values, the
+    /// first's before the second's, and the flatten completes.
+    @Test(arguments: [false, true])
+    func anImmediateInnerAdmittedWhileAnotherRunsDeliversAllItsValues(immediate: Bool) {
+        let (first, firstInput) = Signal<Int, Never>.pipe()
+        let (second, secondInput) = Signal<Int, Never>.pipe()
+        let (outer, outerInput) = Signal<Int, Never>.pipe()
+        let recorder = Recorder<Int, Never>()
+        outer.flatMap(.concurrent(limit: 2)) { value -> SignalProducer<Int, Never> in
+            if value == 0 { return SignalProducer(first) }
+            if value == -1 { return SignalProducer(second) }
+            let producer = SignalProducer<Int, Never>([value, value + 100])
+            return immediate ? producer : producer.map { $0 }
+        }
+        .observe { event in
+            recorder.observer.send(event)
+            if case .value(1) = event {
+                secondInput.sendCompleted()
+                outerInput.send(value: 2)
+            }
+        }
+        outerInput.send(value: 0)
+        outerInput.send(value: -1)
+        outerInput.send(value: 1)  // Waits: both places are taken.
+        firstInput.sendCompleted()
+        outerInput.send(value: 3)
+        outerInput.sendCompleted()
+        #expect(recorder.values == [1, 101, 2, 102, 3, 103])
+        #expect(recorder.terminal == .completed)
+    }
+}

@@ -199,3 +199,48 @@ struct LeakTests {
         #expect(completed.value)
     }
 }
+
+extension LeakTests {
+    /// Holds what it is given weakly.
+    final class WeakReference<Object: AnyObject>: @unchecked Sendable {  // Used on one thread.
+        weak var object: Object?
+    }
+
+    /// How a flatten run ends, for the test below.
+    enum FlattenEnding: CaseIterable { case outerCompletes, disposed, innerFails, outerFails }
+
+    /// A flatten run keeps the inner run it reuses for inners that end inside their start,
+    /// and that run refers back to it: the flatten run lets go of it when it ends, however it
+    /// ends, so that both are released.
+    @Test(arguments: FlattenStrategy.allForTests, FlattenEnding.allCases)
+    func aFlattenRunOfImmediateInnersIsReleasedWhenItEnds(_ strategy: FlattenStrategy, ending: FlattenEnding) {
+        typealias Inner = SignalProducer<Int, TestError>
+        let flattenRun = WeakReference<_FlattenRun<Int, TestError>>()
+        let (outer, outerInput) = Signal<Inner, TestError>.pipe()
+        // What `flatten` does, with a look at its run.
+        let producer = SignalProducer<Int, TestError>._serialized { sink, lifetime in
+            let run = _FlattenRun<Int, TestError>(strategy, sink: sink, lifetime: lifetime)
+            flattenRun.object = run
+            lifetime += outer.observe { event in run.outer(event) }
+        }
+        let recorder = Recorder<Int, TestError>()
+        let disposable = producer.start(recorder.observer)
+        outerInput.send(value: Inner(value: 1))
+        outerInput.send(value: Inner([2, 3]))
+        #expect(recorder.values.first == 1)
+        #expect(flattenRun.object?.reusable != nil, "\(strategy)")
+        switch ending {
+        case .outerCompletes: outerInput.sendCompleted()
+        case .disposed: disposable.dispose()
+        case .innerFails: outerInput.send(value: Inner(error: TestError(code: 1)))
+        case .outerFails: outerInput.send(error: TestError(code: 2))
+        }
+        if strategy.kind == .race && ending == .innerFails {
+            // The race was won by the first inner: later ones are not started.
+            #expect(recorder.terminal == nil)
+            outerInput.sendCompleted()
+        }
+        #expect(recorder.terminal != nil, "\(strategy), \(ending)")
+        #expect(flattenRun.object == nil, "\(strategy), \(ending)")
+    }
+}

@@ -81,6 +81,19 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     /// `immediateRun`, so that such an inner (`SignalProducer(value:)` and the like, which
     /// keep no observer) costs no observer of its own. Confined to the starter thread.
     @usableFromInline @exclusivity(unchecked) var madeImmediateObserver: Signal<Value, Error>.Observer?
+    /// The inner run that immediate inners are admitted as while it is free, made on first
+    /// use, so that such an inner costs no run of its own either. It is taken at admission,
+    /// and freed, without ending its lifetime, when its inner completes while still in
+    /// `running`: an immediate inner keeps neither its observer nor its lifetime, and whatever
+    /// else gets hold of an inner run (to dispose it) takes it out of `running` first. A run
+    /// taken out that way (replaced by `latest`, beaten in a race, ended with the flatten run)
+    /// is never freed: it ends as any inner run does, and the immediate inners after it each
+    /// get a run of their own. Let go of when the flatten run ends, which breaks the cycle
+    /// through the run's `flatten`. Confined to the owner of the sink's delivery.
+    @usableFromInline var reusable: InnerRun?
+    /// Whether `reusable` is taken (admitted, and not freed). Confined to the owner of the
+    /// sink's delivery.
+    @usableFromInline var reusableTaken = false
 
     @inlinable
     init(_ strategy: FlattenStrategy, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
@@ -135,12 +148,14 @@ final class _FlattenRun<Value, Error: Swift.Error> {
         if let start { run(start) }
     }
 
-    /// An event of the inner run `innerRun`; after its terminal event, its lifetime ends.
+    /// An event of the inner run `innerRun`; after its terminal event, its lifetime ends
+    /// (unless it is `reusable`, completed: then it is freed for the next immediate inner).
     @inlinable
     func inner(_ innerRun: InnerRun, _ event: Event) {
         let id = innerRun.id
         var start: Start?
         var stop: [InnerRun] = []
+        var freed = false
         sink.send {
             // Events of a disposed (replaced, lost race) inner run are dropped.
             guard !done, running[id] != nil else { return nil }
@@ -154,6 +169,10 @@ final class _FlattenRun<Value, Error: Swift.Error> {
                 return event
             case .completed:
                 running[id] = nil
+                if innerRun === reusable {
+                    reusableTaken = false
+                    freed = true
+                }
                 if waitingHead < waiting.count {
                     let next = waiting[waitingHead]
                     waitingHead += 1
@@ -170,7 +189,7 @@ final class _FlattenRun<Value, Error: Swift.Error> {
             }
         }
         for run in stop { run.dispose() }
-        if event.isTerminating { innerRun._end() }
+        if event.isTerminating && !freed { innerRun._end() }
         if let start { run(start) }
     }
 
@@ -186,10 +205,23 @@ final class _FlattenRun<Value, Error: Swift.Error> {
         return made
     }
 
-    // Requires delivery ownership.
+    /// Makes the run `inner` starts as, or takes `reusable` for an immediate inner while it
+    /// is free. Requires delivery ownership.
     @inlinable
     func admit(_ id: Int, _ inner: Inner) -> Start {
-        let run = InnerRun(flatten: self, id: id)
+        let run: InnerRun
+        if inner._isImmediate && !reusableTaken {
+            if let reusable {
+                reusable.id = id
+                run = reusable
+            } else {
+                run = InnerRun(flatten: self, id: id)
+                reusable = run
+            }
+            reusableTaken = true
+        } else {
+            run = InnerRun(flatten: self, id: id)
+        }
         running[id] = run
         return Start(inner: inner, run: run)
     }
@@ -238,6 +270,8 @@ final class _FlattenRun<Value, Error: Swift.Error> {
             done = true
             runs = Array(running.values)
             running.removeAll()
+            reusable = nil
+            reusableTaken = false
             waiting.removeAll()
             waitingHead = 0
             return nil
@@ -254,10 +288,13 @@ extension _FlattenRun: @unchecked Sendable {}  // State is confined to the owner
 /// replaced, are dropped by the flatten run (the id is no longer running).
 @usableFromInline
 final class _FlattenInnerRun<Value, Error: Swift.Error>: _RunLifetime {
-    /// Strong: the flatten run holds its inner runs only while they run, so the cycle ends
-    /// when the inner run is removed.
+    /// Strong: the flatten run holds its inner runs only while they run (and the one it
+    /// reuses, until it ends), so the cycle ends when the inner run is removed.
     @usableFromInline let flatten: _FlattenRun<Value, Error>
-    @usableFromInline let id: Int
+    /// The inner's id. Changed only when the flatten run reuses this run for another
+    /// immediate inner (see `_FlattenRun.reusable`), under the sink's delivery ownership, once
+    /// the last inner's events are all in.
+    @usableFromInline @exclusivity(unchecked) var id: Int
 
     @inlinable
     init(flatten: _FlattenRun<Value, Error>, id: Int) {
@@ -267,4 +304,5 @@ final class _FlattenInnerRun<Value, Error: Swift.Error>: _RunLifetime {
     }
 }
 
-extension _FlattenInnerRun: @unchecked Sendable {}  // Immutable; the lifetime is thread safe.
+// `id` changes only under the flatten run's delivery ownership; the lifetime is thread safe.
+extension _FlattenInnerRun: @unchecked Sendable {}
