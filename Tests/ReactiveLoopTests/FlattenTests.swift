@@ -463,3 +463,41 @@ extension FlattenTests {
         #expect(recorder.terminal == .completed)
     }
 }
+
+extension FlattenTests {
+    /// Inners that end in any order, from the first admitted, the last and the middle, leave
+    /// the flatten tracking exactly the ones still running: disposing it then ends those and
+    /// no other, and a flatten whose inners all complete completes.
+    @Test(arguments: [[2, 0, 4], [4, 3], [0, 1], [1, 3, 2], [0, 1, 2, 3, 4]])
+    func innersEndingInAnyOrderLeaveTheRestTracked(completedFirst: [Int]) {
+        let pipes = (0..<5).map { _ in Signal<Int, Never>.pipe() }
+        let ended = Box<[Int]>([])
+        let (outer, outerInput) = Signal<Int, Never>.pipe()
+        let recorder = Recorder<Int, Never>()
+        let disposable = SignalProducer(outer).flatMap(.merge) { index in
+            SignalProducer(pipes[index].output).on(disposed: { ended.modify { $0.append(index) } })
+        }
+        .start(recorder.observer)
+        for index in 0..<5 { outerInput.send(value: index) }
+        for index in completedFirst { pipes[index].input.sendCompleted() }
+        #expect(ended.value == completedFirst)
+        let rest = (0..<5).filter { !completedFirst.contains($0) }
+        for index in rest { pipes[index].input.send(value: index) }
+        #expect(recorder.values == rest)
+        disposable.dispose()
+        #expect(ended.value.sorted() == Array(0..<5))
+        #expect(recorder.terminal == .interrupted)
+        // A second flatten, whose inners all complete in the same order as the script's.
+        let (outer2, outerInput2) = Signal<Int, Never>.pipe()
+        let pipes2 = (0..<5).map { _ in Signal<Int, Never>.pipe() }
+        let recorder2 = Recorder<Int, Never>()
+        outer2.flatMap(.merge) { SignalProducer(pipes2[$0].output) }.observe(recorder2.observer)
+        for index in 0..<5 { outerInput2.send(value: index) }
+        outerInput2.sendCompleted()
+        for index in completedFirst + rest {
+            #expect(recorder2.terminal == nil)
+            pipes2[index].input.sendCompleted()
+        }
+        #expect(recorder2.terminal == .completed)
+    }
+}

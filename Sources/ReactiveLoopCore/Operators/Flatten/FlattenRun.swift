@@ -52,20 +52,21 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     @usableFromInline let kind: FlattenStrategy.Kind
     @usableFromInline let sink: _SerialSink<Value, Error>
 
-    // Confined to the owner of the sink's delivery.
-    @usableFromInline var running: [Int: InnerRun] = [:]
-    // Confined to the owner of the sink's delivery. Inner runs waiting for a place, oldest first.
-    @usableFromInline var waiting: ContiguousArray<(id: Int, inner: Inner)> = []
-    // Confined to the owner of the sink's delivery.
-    @usableFromInline var waitingHead = 0
-    // Confined to the owner of the sink's delivery.
-    @usableFromInline var nextID = 0
-    // Confined to the owner of the sink's delivery.
-    @usableFromInline var raceDecided = false
-    // Confined to the owner of the sink's delivery.
-    @usableFromInline var outerCompleted = false
-    // Confined to the owner of the sink's delivery.
-    @usableFromInline var done = false
+    // The state below, up to `starter`, is confined to the owner of the sink's delivery, which
+    // keeps its accesses apart: the runtime's exclusivity checks on it are off, as they cost
+    // more than the state machine itself (see docs/performance.md, "flatten").
+
+    /// The running inner runs, most recently admitted first, linked through their `next` and
+    /// `previous` (no table to hash into, no allocation per inner).
+    @usableFromInline @exclusivity(unchecked) var runningHead: InnerRun?
+    /// How many inner runs are in the `runningHead` list.
+    @usableFromInline @exclusivity(unchecked) var runningCount = 0
+    /// Inners waiting for a place, oldest first from `waitingHead`.
+    @usableFromInline @exclusivity(unchecked) var waiting: ContiguousArray<Inner> = []
+    @usableFromInline @exclusivity(unchecked) var waitingHead = 0
+    @usableFromInline @exclusivity(unchecked) var raceDecided = false
+    @usableFromInline @exclusivity(unchecked) var outerCompleted = false
+    @usableFromInline @exclusivity(unchecked) var done = false
     /// The thread starting inner runs (see `run(_:)`), or 0.
     @usableFromInline let starter = Synchronization.Atomic<UInt>(0)
     /// Starts admitted while the starter was starting another, oldest first from
@@ -83,17 +84,17 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     @usableFromInline @exclusivity(unchecked) var madeImmediateObserver: Signal<Value, Error>.Observer?
     /// The inner run that immediate inners are admitted as while it is free, made on first
     /// use, so that such an inner costs no run of its own either. It is taken at admission,
-    /// and freed, without ending its lifetime, when its inner completes while still in
-    /// `running`: an immediate inner keeps neither its observer nor its lifetime, and whatever
-    /// else gets hold of an inner run (to dispose it) takes it out of `running` first. A run
+    /// and freed, without ending its lifetime, when its inner completes while still running:
+    /// an immediate inner keeps neither its observer nor its lifetime, and whatever else gets
+    /// hold of an inner run (to dispose it) takes it out of the running list first. A run
     /// taken out that way (replaced by `latest`, beaten in a race, ended with the flatten run)
     /// is never freed: it ends as any inner run does, and the immediate inners after it each
     /// get a run of their own. Let go of when the flatten run ends, which breaks the cycle
     /// through the run's `flatten`. Confined to the owner of the sink's delivery.
-    @usableFromInline var reusable: InnerRun?
+    @usableFromInline @exclusivity(unchecked) var reusable: InnerRun?
     /// Whether `reusable` is taken (admitted, and not freed). Confined to the owner of the
     /// sink's delivery.
-    @usableFromInline var reusableTaken = false
+    @usableFromInline @exclusivity(unchecked) var reusableTaken = false
 
     @inlinable
     init(_ strategy: FlattenStrategy, sink: _SerialSink<Value, Error>, lifetime: Lifetime) {
@@ -112,25 +113,23 @@ final class _FlattenRun<Value, Error: Swift.Error> {
             guard !done else { return nil }
             switch event {
             case let .value(convertible):
-                let id = nextID
-                nextID += 1
                 let inner = convertible.producer
                 switch kind {
                 case let .concurrent(limit):
-                    if running.count < limit {
-                        start = admit(id, inner)
+                    if runningCount < limit {
+                        start = admit(inner)
                     } else {
-                        waiting.append((id, inner))
+                        waiting.append(inner)
                     }
                 case .latest:
                     // At most one inner runs.
-                    stop = running.first?.value
-                    running.removeAll(keepingCapacity: true)
-                    start = admit(id, inner)
+                    stop = runningHead
+                    if let stop { unlink(stop) }
+                    start = admit(inner)
                 case .race:
-                    if !raceDecided { start = admit(id, inner) }
+                    if !raceDecided { start = admit(inner) }
                 case .throttle:
-                    if running.isEmpty { start = admit(id, inner) }
+                    if runningCount == 0 { start = admit(inner) }
                 }
                 return nil
             case .completed:
@@ -152,23 +151,21 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     /// (unless it is `reusable`, completed: then it is freed for the next immediate inner).
     @inlinable
     func inner(_ innerRun: InnerRun, _ event: Event) {
-        let id = innerRun.id
         var start: Start?
         var stop: [InnerRun] = []
         var freed = false
         sink.send {
             // Events of a disposed (replaced, lost race) inner run are dropped.
-            guard !done, running[id] != nil else { return nil }
+            guard !done, innerRun.isRunning else { return nil }
             if kind == .race && !raceDecided {
                 raceDecided = true
-                stop = running.filter { $0.key != id }.map(\.value)
-                running = running.filter { $0.key == id }
+                stop = unlinkAll(but: innerRun)
             }
             switch event {
             case .value:
                 return event
             case .completed:
-                running[id] = nil
+                unlink(innerRun)
                 if innerRun === reusable {
                     reusableTaken = false
                     freed = true
@@ -180,7 +177,7 @@ final class _FlattenRun<Value, Error: Swift.Error> {
                         waiting.removeAll(keepingCapacity: true)
                         waitingHead = 0
                     }
-                    start = admit(next.id, next.inner)
+                    start = admit(next)
                 }
                 return completionIfIdle()
             case .failed, .interrupted:
@@ -206,30 +203,60 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     }
 
     /// Makes the run `inner` starts as, or takes `reusable` for an immediate inner while it
-    /// is free. Requires delivery ownership.
+    /// is free, and puts it in the running list. Requires delivery ownership.
     @inlinable
-    func admit(_ id: Int, _ inner: Inner) -> Start {
+    func admit(_ inner: Inner) -> Start {
         let run: InnerRun
         if inner._isImmediate && !reusableTaken {
             if let reusable {
-                reusable.id = id
                 run = reusable
             } else {
-                run = InnerRun(flatten: self, id: id)
+                run = InnerRun(flatten: self)
                 reusable = run
             }
             reusableTaken = true
         } else {
-            run = InnerRun(flatten: self, id: id)
+            run = InnerRun(flatten: self)
         }
-        running[id] = run
+        run.isRunning = true
+        run.next = runningHead
+        runningHead?.previous = run
+        runningHead = run
+        runningCount += 1
         return Start(inner: inner, run: run)
+    }
+
+    /// Takes `run` out of the running list. Requires delivery ownership.
+    @inlinable
+    func unlink(_ run: InnerRun) {
+        run.isRunning = false
+        if let previous = run.previous { previous.next = run.next } else { runningHead = run.next }
+        run.next?.previous = run.previous
+        run.next = nil
+        run.previous = nil
+        runningCount -= 1
+    }
+
+    /// Takes every running inner run but `kept` (if any) out of the running list, and
+    /// returns them. Requires delivery ownership.
+    @inlinable
+    func unlinkAll(but kept: InnerRun? = nil) -> [InnerRun] {
+        var taken: [InnerRun] = []
+        var current = runningHead
+        while let run = current {
+            current = run.next
+            if run !== kept {
+                unlink(run)
+                taken.append(run)
+            }
+        }
+        return taken
     }
 
     // Requires delivery ownership.
     @inlinable
     func completionIfIdle() -> Event? {
-        guard outerCompleted, running.isEmpty, waitingHead == waiting.count else { return nil }
+        guard outerCompleted, runningCount == 0, waitingHead == waiting.count else { return nil }
         done = true
         return .completed
     }
@@ -268,8 +295,7 @@ final class _FlattenRun<Value, Error: Swift.Error> {
         var runs: [InnerRun] = []
         sink.send {
             done = true
-            runs = Array(running.values)
-            running.removeAll()
+            runs = unlinkAll()
             reusable = nil
             reusableTaken = false
             waiting.removeAll()
@@ -285,24 +311,28 @@ extension _FlattenRun: @unchecked Sendable {}  // State is confined to the owner
 /// One inner run of a flatten: its lifetime, its disposable, and what its events go to (the
 /// flatten run, with its id), in one object, so that an inner run costs this object and the
 /// observer its producer sends to. Events after its terminal event, or after it was disposed or
-/// replaced, are dropped by the flatten run (the id is no longer running).
+/// replaced, are dropped by the flatten run (the run is no longer running).
 @usableFromInline
 final class _FlattenInnerRun<Value, Error: Swift.Error>: _RunLifetime {
     /// Strong: the flatten run holds its inner runs only while they run (and the one it
     /// reuses, until it ends), so the cycle ends when the inner run is removed.
     @usableFromInline let flatten: _FlattenRun<Value, Error>
-    /// The inner's id. Changed only when the flatten run reuses this run for another
-    /// immediate inner (see `_FlattenRun.reusable`), under the sink's delivery ownership, once
-    /// the last inner's events are all in.
-    @usableFromInline @exclusivity(unchecked) var id: Int
+    // The three below belong to the flatten run's state: confined to the owner of its sink's
+    // delivery, unchecked as that state is.
+    /// Whether this run is in the flatten run's running list.
+    @usableFromInline @exclusivity(unchecked) var isRunning = false
+    /// The next run in the running list, which holds its runs through these.
+    @usableFromInline @exclusivity(unchecked) var next: _FlattenInnerRun?
+    /// The run before this one in the running list (which holds it), or `nil` at its head.
+    @usableFromInline @exclusivity(unchecked) unowned(unsafe) var previous: _FlattenInnerRun?
 
     @inlinable
-    init(flatten: _FlattenRun<Value, Error>, id: Int) {
+    init(flatten: _FlattenRun<Value, Error>) {
         self.flatten = flatten
-        self.id = id
         super.init()
     }
 }
 
-// `id` changes only under the flatten run's delivery ownership; the lifetime is thread safe.
+// The list links and `isRunning` change only under the flatten run's delivery ownership; the
+// lifetime is thread safe.
 extension _FlattenInnerRun: @unchecked Sendable {}
