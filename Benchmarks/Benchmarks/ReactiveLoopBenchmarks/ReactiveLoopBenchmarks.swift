@@ -234,6 +234,14 @@ let benchmarks: @Sendable () -> Void = {
             return (subject, subject.sink { blackHole($0) })
         }
     }
+    Benchmark(
+        "OpenCombine: memory of 100k CurrentValueSubject<Int> with a map and a sink", configuration: memory
+    ) {
+        keepingProperties($0) {
+            let subject = CurrentValueSubject<Int, Never>(0)
+            return (subject, subject.map { $0 }.sink { blackHole($0) })
+        }
+    }
 
     // MARK: Operators
 
