@@ -235,8 +235,11 @@ enum _ProducerShape {
     /// operator never passes a shape on to its result.
     case property(AnyObject)
     /// A producer whose run ends inside `_run`: every event is sent before `_run` returns, and
-    /// neither the observer nor the lifetime is kept past it (`SignalProducer(value:)` and the
-    /// like). `flatten` starts such a producer with an observer it reuses.
+    /// neither the observer nor the lifetime is kept past it, nor anything attached to the
+    /// lifetime (`SignalProducer(value:)` and the like). `flatten` starts such a producer with
+    /// an observer and an inner run that it reuses for the next such inner, so that a kept
+    /// lifetime or a late event would reach another inner (debug builds assert the observer
+    /// and the lifetime are let go of).
     case immediate
 }
 

@@ -205,3 +205,39 @@ struct OperatorLeakTests {
         _ = input
     }
 }
+
+extension FlattenStressTests {
+    /// `latest` with inners that end inside their start (which it admits as one reused inner
+    /// run), the outer values sent from two threads at once: the outer stream delivers one
+    /// value at a time, so each inner delivers all of its values, in order, before the next
+    /// replaces it, and the flatten completes after the last.
+    @Test func latestOfImmediateInnersSentFromTwoThreadsDeliversEachWhole() {
+        for _ in 0..<20 {
+            let (outer, outerInput) = Signal<Int, Never>.pipe()
+            let values = Box<[Int]>([])
+            let terminal = Box<Signal<Int, Never>.Event?>(nil)
+            outer.flatMap(.latest) { base in SignalProducer<Int, Never>((base * 100)..<(base * 100 + 20)) }
+                .observe { event in
+                    if case let .value(value) = event {
+                        values.modify { $0.append(value) }
+                    } else {
+                        terminal.value = event
+                    }
+                }
+            DispatchQueue.concurrentPerform(iterations: 2) { thread in
+                for index in 0..<200 { outerInput.send(value: 1 + thread * 1_000 + index) }
+            }
+            outerInput.send(value: 5_000)
+            outerInput.sendCompleted()
+            #expect(terminal.value == .completed)
+            let delivered = values.value
+            #expect(delivered.count == 401 * 20)
+            for start in stride(from: 0, to: delivered.count, by: 20) {
+                let base = delivered[start] / 100
+                let inner = Array(delivered[start..<min(start + 20, delivered.count)])
+                #expect(inner == Array((base * 100)..<(base * 100 + 20)))
+            }
+            #expect(delivered.last == 5_000 * 100 + 19)
+        }
+    }
+}

@@ -390,14 +390,17 @@ extension FlattenStrategy {
 /// Inners that end inside their start are admitted as one inner run that the flatten reuses
 /// from one such inner to the next; these check what that reuse must not change.
 extension FlattenTests {
-    /// Values of an inner sent from inside another's delivery, whichever of them ends
-    /// inside its start, for a flatten of a producer and of a signal.
+    /// Events of a flatten whose outer values are sent from inside inners' deliveries, with
+    /// inners that end inside their start or (`immediate: false`) the same inners behind an
+    /// operator, for a flatten of a producer and of a signal.
     static func nestedInnerEvents(
         _ strategy: FlattenStrategy, immediate: Bool, ofSignal: Bool
     ) -> [Signal<Int, Never>.Event] {
         func inner(_ value: Int) -> SignalProducer<Int, Never> {
             let producer = SignalProducer<Int, Never>([value, value + 100])
-            return immediate ? producer : producer.map { $0 }
+            let made = immediate ? producer : producer.map { $0 }
+            #expect(made._isImmediate == immediate)
+            return made
         }
         let recorder = Recorder<Int, Never>()
         let (outer, outerInput) = Signal<Int, Never>.pipe()
@@ -444,7 +447,9 @@ extension FlattenTests {
             if value == 0 { return SignalProducer(first) }
             if value == -1 { return SignalProducer(second) }
             let producer = SignalProducer<Int, Never>([value, value + 100])
-            return immediate ? producer : producer.map { $0 }
+            let made = immediate ? producer : producer.map { $0 }
+            #expect(made._isImmediate == immediate)
+            return made
         }
         .observe { event in
             recorder.observer.send(event)
@@ -485,7 +490,8 @@ extension FlattenTests {
         for index in rest { pipes[index].input.send(value: index) }
         #expect(recorder.values == rest)
         disposable.dispose()
-        #expect(ended.value.sorted() == Array(0..<5))
+        // The rest are disposed in the order they came.
+        #expect(ended.value == completedFirst + rest)
         #expect(recorder.terminal == .interrupted)
         // A second flatten, whose inners all complete in the same order as the script's.
         let (outer2, outerInput2) = Signal<Int, Never>.pipe()
@@ -499,5 +505,151 @@ extension FlattenTests {
             pipes2[index].input.sendCompleted()
         }
         #expect(recorder2.terminal == .completed)
+    }
+}
+
+extension FlattenTests {
+    /// A flatten of a producer, built as `flatten` builds it, with a look at its run.
+    static func observedFlatten(
+        _ strategy: FlattenStrategy, _ outer: Signal<SignalProducer<Int, Never>, Never>,
+        _ flattenRun: Box<_FlattenRun<Int, Never>?>
+    ) -> SignalProducer<Int, Never> {
+        SignalProducer<Int, Never>._serialized { sink, lifetime in
+            let run = _FlattenRun<Int, Never>(strategy, sink: sink, lifetime: lifetime)
+            flattenRun.value = run
+            lifetime += outer.observe { event in run.outer(event) }
+        }
+    }
+
+    /// Inners that end inside their start, one after another, are all admitted as the same
+    /// inner run, which is free again once each has completed; an inner behind an operator
+    /// gets a run of its own and leaves it alone.
+    @Test(arguments: [FlattenStrategy.merge, .concat, .latest, .throttle, .concurrent(limit: 2)])
+    func immediateInnersOneAfterAnotherReuseOneInnerRun(_ strategy: FlattenStrategy) {
+        let flattenRun = Box<_FlattenRun<Int, Never>?>(nil)
+        let (outer, outerInput) = Signal<SignalProducer<Int, Never>, Never>.pipe()
+        let recorder = Recorder<Int, Never>()
+        Self.observedFlatten(strategy, outer, flattenRun).start(recorder.observer)
+        outerInput.send(value: SignalProducer(value: 1))
+        let reused = flattenRun.value?.reusable
+        #expect(reused != nil)
+        for value in 2...5 {
+            outerInput.send(value: SignalProducer([value, value * 10]))
+            #expect(flattenRun.value?.reusable === reused)
+            #expect(flattenRun.value?.reusableTaken == false)
+        }
+        outerInput.send(value: SignalProducer(value: 6).map { $0 })
+        #expect(flattenRun.value?.reusable === reused)
+        outerInput.sendCompleted()
+        #expect(recorder.values == [1, 2, 20, 3, 30, 4, 40, 5, 50, 6])
+        #expect(recorder.terminal == .completed)
+    }
+
+    /// A race won by the second of three running inners disposes the first and the third, in
+    /// the order they came, and forwards only the winner.
+    @Test func aRaceWonByAMiddleInnerDisposesTheOthersInTheOrderTheyCame() {
+        let pipes = (0..<3).map { _ in Signal<Int, Never>.pipe() }
+        let disposed = Box<[Int]>([])
+        let (outer, outerInput) = Signal<Int, Never>.pipe()
+        let recorder = Recorder<Int, Never>()
+        outer.flatMap(.race) { index in
+            SignalProducer(pipes[index].output).on(disposed: { disposed.modify { $0.append(index) } })
+        }
+        .observe(recorder.observer)
+        for index in 0..<3 { outerInput.send(value: index) }
+        pipes[1].input.send(value: 10)
+        #expect(disposed.value == [0, 2])
+        pipes[0].input.send(value: 1)
+        pipes[2].input.send(value: 3)
+        pipes[1].input.send(value: 11)
+        outerInput.sendCompleted()
+        pipes[1].input.sendCompleted()
+        #expect(recorder.events == [.value(10), .value(11), .completed])
+    }
+
+    /// An immediate inner admitted, as the reused run, while another inner is starting waits
+    /// to start; disposed meanwhile (from inside that start), it is never started.
+    @Test func anImmediateInnerWaitingToStartIsNotStartedOnceTheFlattenIsDisposed() {
+        let (outer, outerInput) = Signal<SignalProducer<Int, Never>, Never>.pipe()
+        let (gate, gateInput) = Signal<Int, Never>.pipe()
+        let recorder = Recorder<Int, Never>()
+        let disposable = Box<(any Disposable)?>(nil)
+        let started = Box(0)
+        disposable.value = SignalProducer(outer).flatten(.concat).start(recorder.observer)
+        outerInput.send(value: SignalProducer(gate))
+        outerInput.send(
+            value: SignalProducer { observer, _ in
+                observer.sendCompleted()  // Admits the next inner, which waits for this start.
+                disposable.value?.dispose()
+            })
+        let immediate = SignalProducer<Int, Never> { () -> Int in
+            started.modify { $0 += 1 }
+            return 1
+        }
+        #expect(immediate._isImmediate)
+        outerInput.send(value: immediate)
+        gateInput.sendCompleted()
+        #expect(started.value == 0)
+        #expect(recorder.events == [.interrupted])
+    }
+
+    /// An inner producer is let go of by the flatten once its start returns, not when the
+    /// waiting queue it came from drains: a deinitializer that sends to the outer stream (here,
+    /// of what the inner producer captured) runs outside the flatten's state changes, and what
+    /// it sends is flattened like anything else.
+    @Test func anInnerIsLetGoOfOnceStartedAndWhatItsReleaseSendsIsFlattened() {
+        let (outer, outerInput) = Signal<SignalProducer<Int, Never>, Never>.pipe()
+        let (first, firstInput) = Signal<Int, Never>.pipe()
+        let (second, secondInput) = Signal<Int, Never>.pipe()
+        let (third, thirdInput) = Signal<Int, Never>.pipe()
+        let recorder = Recorder<Int, Never>()
+        let released = Box(false)
+        outer.flatten(.concat).observe(recorder.observer)
+        outerInput.send(value: SignalProducer(first))
+        do {
+            let tracked = Tracked {
+                released.value = true
+                outerInput.send(value: SignalProducer(value: 4))
+            }
+            outerInput.send(
+                value: SignalProducer { observer, lifetime in
+                    _ = tracked
+                    lifetime += second.observe(observer)
+                })
+        }
+        outerInput.send(value: SignalProducer(third))
+        firstInput.send(value: 1)
+        #expect(!released.value)
+        firstInput.sendCompleted()  // The second inner starts, and is let go of.
+        #expect(released.value)
+        secondInput.send(value: 2)
+        secondInput.sendCompleted()
+        thirdInput.send(value: 3)
+        thirdInput.sendCompleted()
+        outerInput.sendCompleted()
+        #expect(recorder.events == [.value(1), .value(2), .value(3), .value(4), .completed])
+    }
+
+    /// The waiting queue of a flatten that always has inners waiting drops the slots of the
+    /// inners that left it, so it stays as long as what waits, not as what ever waited.
+    @Test func theWaitingQueueOfAFlattenThatNeverDrainsStaysSmall() {
+        let flattenRun = Box<_FlattenRun<Int, Never>?>(nil)
+        let (outer, outerInput) = Signal<SignalProducer<Int, Never>, Never>.pipe()
+        Self.observedFlatten(.concat, outer, flattenRun).start()
+        var inputs: [Signal<Int, Never>.Observer] = []
+        func sendInner() {
+            let (signal, input) = Signal<Int, Never>.pipe()
+            inputs.append(input)
+            outerInput.send(value: SignalProducer(signal))
+        }
+        for _ in 0..<3 { sendInner() }
+        for index in 0..<10_000 {
+            sendInner()
+            inputs[index].sendCompleted()
+        }
+        let run = flattenRun.value!
+        #expect(run.waiting.count - run.waitingHead == 2)
+        #expect(run.waiting.count < 200)
+        outerInput.sendInterrupted()
     }
 }

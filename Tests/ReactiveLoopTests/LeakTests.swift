@@ -207,7 +207,7 @@ extension LeakTests {
     }
 
     /// How a flatten run ends, for the test below.
-    enum FlattenEnding: CaseIterable { case outerCompletes, disposed, innerFails, outerFails }
+    enum FlattenEnding: CaseIterable { case outerCompletes, disposed, innerFails, innerInterrupted, outerFails }
 
     /// A flatten run keeps the inner run it reuses for inners that end inside their start,
     /// and that run refers back to it: the flatten run lets go of it when it ends, however it
@@ -233,9 +233,10 @@ extension LeakTests {
         case .outerCompletes: outerInput.sendCompleted()
         case .disposed: disposable.dispose()
         case .innerFails: outerInput.send(value: Inner(error: TestError(code: 1)))
+        case .innerInterrupted: outerInput.send(value: Inner(value: 9).take(first: 0))
         case .outerFails: outerInput.send(error: TestError(code: 2))
         }
-        if strategy.kind == .race && ending == .innerFails {
+        if strategy.kind == .race && (ending == .innerFails || ending == .innerInterrupted) {
             // The race was won by the first inner: later ones are not started.
             #expect(recorder.terminal == nil)
             outerInput.sendCompleted()

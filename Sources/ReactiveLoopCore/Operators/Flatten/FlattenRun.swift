@@ -5,8 +5,12 @@ import Synchronization
 /// Every state change happens inside `sink.send(computing:)`, that is while holding the output
 /// sink's delivery ownership, so the state needs no lock and each emitted event is ordered with
 /// the state change that produced it. Side effects (starting and disposing inner runs) are
-/// decided inside and carried out after, outside ownership, so no inner start handler ever runs
-/// while the output is held.
+/// decided inside and carried out after the body, so no inner start handler runs inside it.
+/// (Called reentrantly, from inside a delivery of the output on the same thread, the output is
+/// still held by that delivery when an inner starts.) Nothing the body lets go of can run
+/// code of the caller's: an inner producer leaves the waiting queue by being moved out, and
+/// the queue of a flatten that ends is released after the body, so that a deinitializer that
+/// sends to the outer stream never runs while the state is being changed.
 @usableFromInline
 final class _FlattenRun<Value, Error: Swift.Error> {
     @usableFromInline typealias Inner = SignalProducer<Value, Error>
@@ -45,7 +49,9 @@ final class _FlattenRun<Value, Error: Swift.Error> {
                     isKnownUniquelyReferenced(&flatten.madeImmediateObserver), "an immediate inner kept its observer")
                 return
             }
-            inner._run(Signal.Observer { [run] event in run.flatten.inner(run, event) }, run)
+            var observer = Signal.Observer { [run] event in run.flatten.inner(run, event) }
+            inner._run(observer, run)
+            assert(!inner._isImmediate || isKnownUniquelyReferenced(&observer), "an immediate inner kept its observer")
         }
     }
 
@@ -61,8 +67,9 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     @usableFromInline @exclusivity(unchecked) var runningHead: InnerRun?
     /// How many inner runs are in the `runningHead` list.
     @usableFromInline @exclusivity(unchecked) var runningCount = 0
-    /// Inners waiting for a place, oldest first from `waitingHead`.
-    @usableFromInline @exclusivity(unchecked) var waiting: ContiguousArray<Inner> = []
+    /// Inners waiting for a place, oldest first from `waitingHead`; a slot is emptied as its
+    /// inner leaves, and the emptied front is dropped once it is most of the queue.
+    @usableFromInline @exclusivity(unchecked) var waiting: ContiguousArray<Inner?> = []
     @usableFromInline @exclusivity(unchecked) var waitingHead = 0
     @usableFromInline @exclusivity(unchecked) var raceDecided = false
     @usableFromInline @exclusivity(unchecked) var outerCompleted = false
@@ -70,8 +77,8 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     /// The thread starting inner runs (see `run(_:)`), or 0.
     @usableFromInline let starter = Synchronization.Atomic<UInt>(0)
     /// Starts admitted while the starter was starting another, oldest first from
-    /// `pendingHead`. Confined to the starter thread.
-    @usableFromInline @exclusivity(unchecked) var pending: ContiguousArray<Start> = []
+    /// `pendingHead`; a slot is emptied as its start begins. Confined to the starter thread.
+    @usableFromInline @exclusivity(unchecked) var pending: ContiguousArray<Start?> = []
     // Confined to the starter thread.
     @usableFromInline @exclusivity(unchecked) var pendingHead = 0
     /// The inner run an immediate inner is being started as, while its `_run` runs (which
@@ -148,7 +155,8 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     }
 
     /// An event of the inner run `innerRun`; after its terminal event, its lifetime ends
-    /// (unless it is `reusable`, completed: then it is freed for the next immediate inner).
+    /// (unless it is `reusable` and completed while still running: then it is freed for the
+    /// next immediate inner).
     @inlinable
     func inner(_ innerRun: InnerRun, _ event: Event) {
         var start: Start?
@@ -167,14 +175,19 @@ final class _FlattenRun<Value, Error: Swift.Error> {
             case .completed:
                 unlink(innerRun)
                 if innerRun === reusable {
+                    assert(innerRun._isUnattached, "an immediate inner attached something to its lifetime")
                     reusableTaken = false
                     freed = true
                 }
                 if waitingHead < waiting.count {
-                    let next = waiting[waitingHead]
+                    let next = waiting[waitingHead].unsafelyUnwrapped
+                    waiting[waitingHead] = nil
                     waitingHead += 1
                     if waitingHead == waiting.count {
                         waiting.removeAll(keepingCapacity: true)
+                        waitingHead = 0
+                    } else if waitingHead >= 64 && waitingHead * 2 >= waiting.count {
+                        waiting.removeSubrange(0..<waitingHead)
                         waitingHead = 0
                     }
                     start = admit(next)
@@ -238,7 +251,8 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     }
 
     /// Takes every running inner run but `kept` (if any) out of the running list, and
-    /// returns them. Requires delivery ownership.
+    /// returns them in the order they were admitted (the order they are disposed in).
+    /// Requires delivery ownership.
     @inlinable
     func unlinkAll(but kept: InnerRun? = nil) -> [InnerRun] {
         var taken: [InnerRun] = []
@@ -250,6 +264,7 @@ final class _FlattenRun<Value, Error: Swift.Error> {
                 taken.append(run)
             }
         }
+        taken.reverse()
         return taken
     }
 
@@ -281,7 +296,8 @@ final class _FlattenRun<Value, Error: Swift.Error> {
         }
         start.begin(onStarter: true)
         while pendingHead < pending.count {
-            let next = pending[pendingHead]
+            let next = pending[pendingHead].unsafelyUnwrapped
+            pending[pendingHead] = nil
             pendingHead += 1
             next.begin(onStarter: true)
         }
@@ -293,15 +309,17 @@ final class _FlattenRun<Value, Error: Swift.Error> {
     @inlinable
     func disposeAll() {
         var runs: [InnerRun] = []
+        var dropped: ContiguousArray<Inner?> = []
         sink.send {
             done = true
             runs = unlinkAll()
             reusable = nil
             reusableTaken = false
-            waiting.removeAll()
+            swap(&dropped, &waiting)
             waitingHead = 0
             return nil
         }
+        dropped.removeAll()
         for run in runs { run.dispose() }
     }
 }
@@ -309,9 +327,11 @@ final class _FlattenRun<Value, Error: Swift.Error> {
 extension _FlattenRun: @unchecked Sendable {}  // State is confined to the owner of the sink's delivery.
 
 /// One inner run of a flatten: its lifetime, its disposable, and what its events go to (the
-/// flatten run, with its id), in one object, so that an inner run costs this object and the
-/// observer its producer sends to. Events after its terminal event, or after it was disposed or
-/// replaced, are dropped by the flatten run (the run is no longer running).
+/// flatten run), in one object, so that an inner run costs this object and the observer its
+/// producer sends to. Events after it was disposed or replaced, or after its terminal event,
+/// are dropped by the flatten run (it is no longer running). The run the flatten reuses for
+/// immediate inners runs again after its terminal event: it relies on such an inner sending
+/// nothing after it (see `_ProducerShape.immediate`).
 @usableFromInline
 final class _FlattenInnerRun<Value, Error: Swift.Error>: _RunLifetime {
     /// Strong: the flatten run holds its inner runs only while they run (and the one it
@@ -330,6 +350,14 @@ final class _FlattenInnerRun<Value, Error: Swift.Error>: _RunLifetime {
     init(flatten: _FlattenRun<Value, Error>) {
         self.flatten = flatten
         super.init()
+    }
+
+    /// Whether nothing is attached to this run's lifetime and it has not ended (for the
+    /// assertion that a reused run can start another inner).
+    @usableFromInline
+    var _isUnattached: Bool {
+        _state.load(ordering: .acquiring) == 0 && _first.load(ordering: .acquiring) == 0
+            && _second.load(ordering: .acquiring) == 0
     }
 }
 
