@@ -7,10 +7,11 @@ import Synchronization
 /// the state change that produced it. Side effects (starting and disposing inner runs) are
 /// decided inside and carried out after the body, so no inner start handler runs inside it.
 /// (Called reentrantly, from inside a delivery of the output on the same thread, the output is
-/// still held by that delivery when an inner starts.) Nothing the body lets go of can run
-/// code of the caller's: an inner producer leaves the waiting queue by being moved out, and
-/// the queue of a flatten that ends is released after the body, so that a deinitializer that
-/// sends to the outer stream never runs while the state is being changed.
+/// still held by that delivery when an inner starts.) No caller's object is let go of while
+/// a piece of the state is being changed: an inner producer leaves the waiting queue copied
+/// out before its slot is emptied, and the queue of a flatten that ends is released after the
+/// body, so that a deinitializer that sends to the outer stream (and so runs the body again,
+/// at once) never runs in the middle of a change.
 @usableFromInline
 final class _FlattenRun<Value, Error: Swift.Error> {
     @usableFromInline typealias Inner = SignalProducer<Value, Error>
