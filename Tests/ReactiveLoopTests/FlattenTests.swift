@@ -298,6 +298,17 @@ struct ConcatTests {
 }
 
 extension FlattenTests {
+    /// `producer`, which ends inside its start, or (`immediate: false`) the same producer
+    /// behind an operator, which makes it an ordinary inner for a flatten.
+    static func immediate<Error>(
+        _ producer: SignalProducer<Int, Error>, _ immediate: Bool
+    ) -> SignalProducer<Int, Error> {
+        #expect(producer._isImmediate)
+        let made = immediate ? producer : producer.map { $0 }
+        #expect(made._isImmediate == immediate)
+        return made
+    }
+
     /// Inners that end inside their start (`SignalProducer(value:)`, of a sequence, of an
     /// error) are started with an observer the flatten reuses: they deliver exactly what the
     /// same inners behind an operator (which makes them ordinary) deliver.
@@ -317,9 +328,7 @@ extension FlattenTests {
                     value == 3
                     ? SignalProducer<Int, TestError>(error: TestError(code: 3))
                     : SignalProducer<Int, TestError>([value, value + 100])
-                let made = immediate ? producer : producer.map { $0 }
-                #expect(made._isImmediate == immediate)
-                return made
+                return Self.immediate(producer, immediate)
             }
             let (outer, outerInput) = Signal<Int, TestError>.pipe()
             let recorder = Recorder<Int, TestError>()
@@ -350,7 +359,7 @@ extension FlattenTests {
     @Test func immediatePartsOfChains() {
         func events(immediate: Bool) -> [Signal<Int, TestError>.Event] {
             func part(_ values: [Int]) -> SignalProducer<Int, TestError> {
-                immediate ? SignalProducer(values) : SignalProducer(values).map { $0 }
+                Self.immediate(SignalProducer(values), immediate)
             }
             let failing =
                 immediate
@@ -397,10 +406,7 @@ extension FlattenTests {
         _ strategy: FlattenStrategy, immediate: Bool, ofSignal: Bool
     ) -> [Signal<Int, Never>.Event] {
         func inner(_ value: Int) -> SignalProducer<Int, Never> {
-            let producer = SignalProducer<Int, Never>([value, value + 100])
-            let made = immediate ? producer : producer.map { $0 }
-            #expect(made._isImmediate == immediate)
-            return made
+            Self.immediate(SignalProducer([value, value + 100]), immediate)
         }
         let recorder = Recorder<Int, Never>()
         let (outer, outerInput) = Signal<Int, Never>.pipe()
@@ -446,10 +452,7 @@ extension FlattenTests {
         outer.flatMap(.concurrent(limit: 2)) { value -> SignalProducer<Int, Never> in
             if value == 0 { return SignalProducer(first) }
             if value == -1 { return SignalProducer(second) }
-            let producer = SignalProducer<Int, Never>([value, value + 100])
-            let made = immediate ? producer : producer.map { $0 }
-            #expect(made._isImmediate == immediate)
-            return made
+            return Self.immediate(SignalProducer([value, value + 100]), immediate)
         }
         .observe { event in
             recorder.observer.send(event)
